@@ -1,0 +1,13 @@
+# Real-GPU tests: the same copy patterns through the driver API, the CUDA runtime
+# (static, shared, per-thread default stream), PyTorch and CuPy, each run without
+# and with libcubatch.so preloaded.  run-gpu-tests.sh exits 77 (skip) before
+# building anything when the machine has no GPU, so CI only needs the script.
+TESTS += tests/gpu/run-gpu-tests.sh
+EXTRA_DIST += \
+	tests/gpu/README.md \
+	tests/gpu/run-gpu-tests.sh \
+	tests/gpu/build-gpu-tests.sh \
+	tests/gpu/drv_copies.c \
+	tests/gpu/rt_copies.cu \
+	tests/gpu/torch_copies.py \
+	tests/gpu/cupy_copies.py

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Build the GPU test programs into DIR (needs nvcc and a C compiler; no GPU).
+#
+#   build-gpu-tests.sh DIR
+#
+# Produces DIR/drv_copies (C11, -lcuda), DIR/rt_copies_static (nvcc's default
+# static cudart), DIR/rt_copies_shared (-cudart shared) and DIR/rt_copies_ptds
+# (--default-stream per-thread).  Environment: NVCC, CC, CUDA_HOME,
+# NVCC_GENCODE (default: SASS for sm_90 plus PTX for compute_75).
+set -eu
+[ $# -eq 1 ] || { echo "usage: $0 DIR" >&2; exit 2; }
+out=$1
+src=$(cd "$(dirname "$0")" && pwd)
+nvcc=${NVCC:-nvcc}
+command -v "$nvcc" >/dev/null || { echo "build-gpu-tests: nvcc not found" >&2; exit 1; }
+cuda=${CUDA_HOME:-$(dirname "$(dirname "$(command -v "$nvcc")")")}
+stubs=
+for d in "$cuda/lib64/stubs" "$cuda/targets/x86_64-linux/lib/stubs" "$cuda/lib/stubs"; do
+    [ -f "$d/libcuda.so" ] && { stubs=$d; break; }
+done
+[ -n "$stubs" ] || { echo "build-gpu-tests: no libcuda.so stub under $cuda" >&2; exit 1; }
+libdir=$(dirname "$stubs")
+gencode=${NVCC_GENCODE:--gencode arch=compute_90,code=sm_90 -gencode arch=compute_75,code=compute_75}
+mkdir -p "$out"
+set -x
+# The stub only satisfies the linker; at run time the real libcuda.so.1 loads.
+${CC:-cc} -std=c11 -O2 -Wall -Wextra -I"$cuda/include" "$src/drv_copies.c" \
+    -o "$out/drv_copies" -L"$stubs" -lcuda -lpthread
+nvflags="-std=c++17 -O2 $gencode -Xcompiler -Wall,-Wextra"
+# shellcheck disable=SC2086
+"$nvcc" $nvflags "$src/rt_copies.cu" -o "$out/rt_copies_static"
+# shellcheck disable=SC2086
+"$nvcc" $nvflags -cudart shared -Xlinker -rpath -Xlinker "$libdir" "$src/rt_copies.cu" \
+    -o "$out/rt_copies_shared"
+# shellcheck disable=SC2086
+"$nvcc" $nvflags --default-stream per-thread "$src/rt_copies.cu" -o "$out/rt_copies_ptds"
