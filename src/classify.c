@@ -1,0 +1,82 @@
+/* classify.c - what memory a pointer points to: device, pinned/registered host,
+ * managed, or pageable/unknown (which is never deferred, DESIGN.md rule 1).
+ *
+ * One cuPointerGetAttributes costs about 60 ns on an H200; two per copy would
+ * spend the whole enqueue budget.  Copy loops touch few allocations, so each thread
+ * keeps the last few allocation ranges it resolved.  Any free, unregister, unmap
+ * or context teardown bumps a global generation and so empties every cache: a
+ * stale range can never be used, at the price of one query after each free.
+ * Pageable results are never cached (they must be re-checked: the memory may be
+ * registered later, and registration also bumps the generation). */
+#include "internal.h"
+
+#include <stdlib.h>
+
+#define CB_CLASS_CACHE 8
+
+struct cb_range {
+    uintptr_t lo, hi;
+    uint64_t gen;
+    enum cb_kind kind;
+    int device;
+};
+struct cb_cache {
+    struct cb_range e[CB_CLASS_CACHE];
+    unsigned next;
+};
+
+static atomic_uint_fast64_t cb_class_gen = 1;
+static CB_TLS struct cb_cache *cb_tls_cache;
+
+void cb_classify_forget(void) { atomic_fetch_add_explicit(&cb_class_gen, 1, memory_order_release); }
+
+int cb_classify(uintptr_t p, struct cb_class *out)
+{
+    uint64_t gen = atomic_load_explicit(&cb_class_gen, memory_order_acquire);
+    struct cb_cache *c = cb_tls_cache;
+    if (CB_LIKELY(c != NULL)) {
+        for (unsigned i = 0; i < CB_CLASS_CACHE; i++) {
+            const struct cb_range *r = &c->e[i];
+            if (r->gen == gen && p >= r->lo && p < r->hi) {
+                out->kind = r->kind;
+                out->device = r->device;
+                out->end = r->hi;
+                return 0;
+            }
+        }
+    }
+    if (!cb_drv.PointerGetAttributes)
+        return -1;
+    unsigned int memtype = 0, managed = 0;
+    int ordinal = -1;
+    CUdeviceptr start = 0;
+    size_t size = 0;
+    CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                   CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                   CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+    void *data[] = {&memtype, &managed, &ordinal, &start, &size};
+    if (cb_drv.PointerGetAttributes(5, attrs, data, (CUdeviceptr)p) != CUDA_SUCCESS)
+        return -1;
+    if (managed)
+        out->kind = CB_MEM_MANAGED;
+    else if (memtype == CU_MEMORYTYPE_DEVICE)
+        out->kind = CB_MEM_DEVICE;
+    else if (memtype == CU_MEMORYTYPE_HOST)
+        out->kind = CB_MEM_HOST;
+    else
+        out->kind = CB_MEM_UNKNOWN;
+    out->device = out->kind == CB_MEM_DEVICE ? ordinal : -1;
+    int range_ok = size > 0 && (uintptr_t)start <= p && p - (uintptr_t)start < size;
+    out->end = range_ok ? (uintptr_t)start + size : 0;
+    if (out->kind == CB_MEM_UNKNOWN || !range_ok)
+        return 0;
+    if (!c) {
+        c = calloc(1, sizeof *c);
+        if (!c)
+            return 0; /* classified, just not cached */
+        cb_tls_cache = c;
+    }
+    c->e[c->next] = (struct cb_range){(uintptr_t)start, (uintptr_t)start + size, gen, out->kind, out->device};
+    c->next = (c->next + 1) % CB_CLASS_CACHE;
+    return 0;
+}

@@ -1,0 +1,119 @@
+/* hooks.c - the wrappers, generated from hooks.def.  Each one counts its call,
+ * does what its row's ACTION says must happen first (flush a stream, flush all),
+ * forwards to the real function with the program's arguments unchanged, and
+ * returns the real result unless a flush it triggered failed: then that earlier
+ * error (a copy the program queued before this call) is what the program sees,
+ * as it would have seen an asynchronous error. */
+#include "internal.h"
+
+#define CB_EXPAND(...) __VA_ARGS__
+
+/* Called when the real driver lacks a symbol we export (never with a real driver
+ * that exports it; the program could not have found our wrapper otherwise). */
+static CUresult cb_missing(int id)
+{
+    cb_warn("%s called but the driver does not export it", cb_hooks[id].name);
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+static inline CUresult cb_finish(CUresult flush_rc, CUresult rc)
+{
+    return flush_rc != CUDA_SUCCESS ? flush_rc : rc;
+}
+
+#define CB_ENTER(name) \
+    cb_init();         \
+    cb_stats_thread()->calls[CB_ID_##name]++
+#define CB_FORWARD(name, args) (CB_REAL(name) ? CB_REAL(name) args : cb_missing(CB_ID_##name))
+
+#define CB_WRAP_COPY(name, ptsz, aarg, params, args) \
+    CB_EXPORT CUresult CUDAAPI name params { return cb_copy(CB_ID_##name, ptsz, CB_EXPAND aarg); }
+
+#define CB_WRAP_STREAM(name, ptsz, aarg, params, args)                         \
+    CB_EXPORT CUresult CUDAAPI name params                                     \
+    {                                                                          \
+        CB_ENTER(name);                                                        \
+        CUresult fe = cb_flush_stream(CB_EXPAND aarg, ptsz, CB_WHY_STREAM);    \
+        return cb_finish(fe, CB_FORWARD(name, args));                          \
+    }
+
+#define CB_WRAP_STREAM2(name, ptsz, aarg, params, args)                        \
+    CB_EXPORT CUresult CUDAAPI name params                                     \
+    {                                                                          \
+        CB_ENTER(name);                                                        \
+        CUstream two[2] = {CB_EXPAND aarg};                                    \
+        CUresult fe = cb_flush_stream(two[0], ptsz, CB_WHY_STREAM);            \
+        CUresult fe2 = cb_flush_stream(two[1], ptsz, CB_WHY_STREAM);           \
+        return cb_finish(fe != CUDA_SUCCESS ? fe : fe2, CB_FORWARD(name, args)); \
+    }
+
+#define CB_WRAP_STREAM_FREE(name, ptsz, aarg, params, args)                    \
+    CB_EXPORT CUresult CUDAAPI name params                                     \
+    {                                                                          \
+        CB_ENTER(name);                                                        \
+        CUresult fe = cb_flush_stream(CB_EXPAND aarg, ptsz, CB_WHY_STREAM);    \
+        CUresult rc = CB_FORWARD(name, args);                                  \
+        cb_classify_forget();                                                  \
+        return cb_finish(fe, rc);                                              \
+    }
+
+#define CB_WRAP_DESTROY_STREAM(name, ptsz, aarg, params, args)                 \
+    CB_EXPORT CUresult CUDAAPI name params                                     \
+    {                                                                          \
+        CB_ENTER(name);                                                        \
+        CUresult fe = cb_flush_stream(CB_EXPAND aarg, ptsz, CB_WHY_STREAM);    \
+        CUresult rc = CB_FORWARD(name, args);                                  \
+        cb_forget_stream(CB_EXPAND aarg);                                      \
+        return cb_finish(fe, rc);                                              \
+    }
+
+#define CB_WRAP_CONTEXT(name, ptsz, aarg, params, args)                        \
+    CB_EXPORT CUresult CUDAAPI name params                                     \
+    {                                                                          \
+        CB_ENTER(name);                                                        \
+        CUresult fe = cb_flush_all(CB_WHY_CONTEXT);                            \
+        return cb_finish(fe, CB_FORWARD(name, args));                          \
+    }
+
+#define CB_WRAP_FREE(name, ptsz, aarg, params, args)                           \
+    CB_EXPORT CUresult CUDAAPI name params                                     \
+    {                                                                          \
+        CB_ENTER(name);                                                        \
+        CUresult fe = cb_flush_all(CB_WHY_CONTEXT);                            \
+        CUresult rc = CB_FORWARD(name, args);                                  \
+        cb_classify_forget();                                                  \
+        return cb_finish(fe, rc);                                              \
+    }
+
+#define CB_WRAP_DESTROY_CTX(name, ptsz, aarg, params, args)                    \
+    CB_EXPORT CUresult CUDAAPI name params                                     \
+    {                                                                          \
+        CB_ENTER(name);                                                        \
+        CUresult fe = cb_flush_all(CB_WHY_CONTEXT);                            \
+        CUresult rc = CB_FORWARD(name, args);                                  \
+        cb_classify_forget();                                                  \
+        cb_forget_context(CB_EXPAND aarg);                                     \
+        return cb_finish(fe, rc);                                              \
+    }
+
+#define CB_WRAP_RESOLVER(name, ptsz, aarg, params, args) /* resolve.c */
+
+#define CB_HOOK(name, ptsz, action, aarg, params, args) CB_WRAP_##action(name, ptsz, aarg, params, args)
+#include "hooks.def"
+#undef CB_HOOK
+
+#define CB_IS_COPY_COPY 1
+#define CB_IS_COPY_STREAM 0
+#define CB_IS_COPY_STREAM2 0
+#define CB_IS_COPY_STREAM_FREE 0
+#define CB_IS_COPY_DESTROY_STREAM 0
+#define CB_IS_COPY_CONTEXT 0
+#define CB_IS_COPY_FREE 0
+#define CB_IS_COPY_DESTROY_CTX 0
+#define CB_IS_COPY_RESOLVER 0
+
+const struct cb_hook_info cb_hooks[CB_HOOK_COUNT] = {
+#define CB_HOOK(name, ptsz, action, aarg, params, args) {#name, (void *)name, ptsz, CB_IS_COPY_##action},
+#include "hooks.def"
+#undef CB_HOOK
+};

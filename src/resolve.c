@@ -1,0 +1,216 @@
+/* resolve.c - finding the real driver, and handing out wrappers.
+ *
+ * The CUDA runtime, PyTorch and CuPy never call cuMemcpyAsync by symbol: they
+ * dlopen libcuda.so.1, dlsym cuGetProcAddress_v2, and fetch every function
+ * through it (DESIGN.md section 1).  So cubatch exports dlsym and the three
+ * cuGetProcAddress entry points; each calls the real resolver first, keeps its
+ * return code, NULL results and symbolStatus, and replaces the returned pointer
+ * only if it is *identical* to the real address of a function in hooks.def.
+ * The driver picks the variant for the caller's version and flags; we only swap
+ * it for our wrapper of that same variant.  No name guessing. */
+#include "internal.h"
+
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+void *cb_real[CB_HOOK_COUNT];
+struct cb_driver cb_drv;
+atomic_int cb_init_done;
+const char *cb_batching_reason = "not initialised";
+int cb_batching;
+
+static void *(*real_dlsym)(void *, const char *);
+static pthread_mutex_t cb_init_lock = PTHREAD_MUTEX_INITIALIZER;
+static CB_TLS int cb_in_init;
+
+/* real address -> wrapper, sorted by real address for bsearch */
+struct cb_swap_entry { uintptr_t real; void *wrapper; };
+static struct cb_swap_entry cb_swap_table[CB_HOOK_COUNT];
+static size_t cb_swap_count;
+
+static void real_dlsym_init(void)
+{
+    /* Never call the public dlsym here: it is ours. */
+    void *p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+    if (!p)
+        p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+    real_dlsym = (void *(*)(void *, const char *))p;
+}
+
+static int swap_cmp(const void *a, const void *b)
+{
+    uintptr_t x = ((const struct cb_swap_entry *)a)->real, y = ((const struct cb_swap_entry *)b)->real;
+    return x < y ? -1 : x > y;
+}
+
+/* The wrapper for a real driver address, or the address itself. */
+static void *cb_swap(void *p)
+{
+    struct cb_swap_entry key = {(uintptr_t)p, NULL};
+    const struct cb_swap_entry *e = bsearch(&key, cb_swap_table, cb_swap_count, sizeof key, swap_cmp);
+    return e ? e->wrapper : p;
+}
+
+static void *sym(void *h, const char *name) { return h ? real_dlsym(h, name) : NULL; }
+
+static void decide_batching(void)
+{
+    cb_batching = 0;
+#if CUDA_VERSION >= 13000
+    int v = 0;
+    if (!cb_drv.DriverGetVersion || cb_drv.DriverGetVersion(&v) != CUDA_SUCCESS) {
+        cb_batching_reason = "cuDriverGetVersion failed";
+        return;
+    }
+    if (v < 13000) {
+        cb_batching_reason = "driver older than CUDA 13.0";
+        cb_log(CB_LOG_NOTICE, "driver reports version %d (< 13000): pure pass-through", v);
+        return;
+    }
+    void *p = NULL;
+    CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    if (!cb_drv.GetProcAddress_v2 ||
+        cb_drv.GetProcAddress_v2("cuMemcpyBatchAsync", &p, 13000, 0, &st) != CUDA_SUCCESS || !p) {
+        cb_batching_reason = "driver has no CUDA 13.0 cuMemcpyBatchAsync entry point";
+        return;
+    }
+    cb_drv.MemcpyBatchAsync = (__typeof__(cb_drv.MemcpyBatchAsync))p;
+    if (!cb_opt(CB_OPT_enable)) {
+        cb_batching_reason = "switched off (CUBATCH_ENABLE=0)";
+        return;
+    }
+    cb_batching = 1;
+    cb_batching_reason = "ok";
+#else
+    cb_batching_reason = "built against CUDA headers older than 13.0";
+#endif
+}
+
+void cb_init_slow(void)
+{
+    if (cb_in_init)
+        return; /* re-entered from libcuda's own dlsym calls while we load it */
+    pthread_mutex_lock(&cb_init_lock);
+    if (atomic_load(&cb_init_done)) {
+        pthread_mutex_unlock(&cb_init_lock);
+        return;
+    }
+    cb_in_init = 1;
+    if (!real_dlsym)
+        real_dlsym_init();
+    cb_config_load();
+    void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    if (!h)
+        h = dlopen("libcuda.so.1", RTLD_LAZY);
+    for (size_t i = 0; i < CB_HOOK_COUNT; i++) {
+        cb_real[i] = sym(h, cb_hooks[i].name);
+        if (cb_real[i] && cb_real[i] != cb_hooks[i].wrapper)
+            cb_swap_table[cb_swap_count++] = (struct cb_swap_entry){(uintptr_t)cb_real[i], cb_hooks[i].wrapper};
+    }
+    qsort(cb_swap_table, cb_swap_count, sizeof cb_swap_table[0], swap_cmp);
+    cb_drv.GetProcAddress_v2 = CB_REAL(cuGetProcAddress_v2);
+    cb_drv.DriverGetVersion = sym(h, "cuDriverGetVersion");
+    cb_drv.PointerGetAttributes = sym(h, "cuPointerGetAttributes");
+    cb_drv.StreamIsCapturing = sym(h, "cuStreamIsCapturing");
+    cb_drv.StreamIsCapturing_ptsz = sym(h, "cuStreamIsCapturing_ptsz");
+    cb_drv.StreamGetFlags = sym(h, "cuStreamGetFlags");
+    cb_drv.StreamGetCtx = sym(h, "cuStreamGetCtx");
+    cb_drv.StreamGetDevice = sym(h, "cuStreamGetDevice");
+    cb_drv.CtxGetCurrent = sym(h, "cuCtxGetCurrent");
+    cb_drv.CtxSetCurrent = sym(h, "cuCtxSetCurrent");
+    cb_drv.CtxGetDevice = sym(h, "cuCtxGetDevice");
+    cb_drv.CtxPushCurrent = sym(h, "cuCtxPushCurrent_v2");
+    cb_drv.CtxPopCurrent = sym(h, "cuCtxPopCurrent_v2");
+    cb_drv.StreamCreate = sym(h, "cuStreamCreate");
+    cb_drv.EventCreate = sym(h, "cuEventCreate");
+    cb_drv.EventRecord = CB_REAL(cuEventRecord);
+    cb_drv.EventRecord_ptsz = CB_REAL(cuEventRecord_ptsz);
+    cb_drv.StreamWaitEvent = CB_REAL(cuStreamWaitEvent);
+    cb_drv.StreamWaitEvent_ptsz = CB_REAL(cuStreamWaitEvent_ptsz);
+    if (h) {
+        decide_batching();
+    } else {
+        cb_batching_reason = "libcuda.so.1 not found";
+    }
+    if (!cb_batching && (cb_opt(CB_OPT_overlap) || cb_opt(CB_OPT_src_order) != CB_SRC_ORDER_STREAM))
+        cb_warn("CUBATCH_OVERLAP / CUBATCH_SRC_ORDER cannot be honoured: batching is unavailable (%s)",
+                cb_batching_reason);
+    if (!cb_batching && cb_opt(CB_OPT_stats) != CB_STATS_OFF)
+        cb_log(CB_LOG_WARN, "batching unavailable (%s): every copy passes through", cb_batching_reason);
+    cb_log(CB_LOG_NOTICE, "batching %s (%s); %zu driver functions wrapped", cb_batching ? "on" : "off",
+           cb_batching_reason, cb_swap_count);
+    cb_config_describe();
+    cb_api_init();
+    atomic_store_explicit(&cb_init_done, 1, memory_order_release);
+    cb_in_init = 0;
+    pthread_mutex_unlock(&cb_init_lock);
+}
+
+/* Is the driver already in the process?  Only then may dlsym look deeper: a
+ * process that never loads CUDA must not have it loaded behind its back. */
+static int libcuda_loaded(void)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    if (!h)
+        return 0;
+    dlclose(h);
+    return 1;
+}
+
+CB_EXPORT void *dlsym(void *handle, const char *name)
+{
+    if (CB_UNLIKELY(!real_dlsym))
+        real_dlsym_init();
+    void *p = real_dlsym(handle, name);
+    if (!p || name[0] != 'c' || name[1] != 'u' || cb_in_init)
+        return p;
+    if (!atomic_load_explicit(&cb_init_done, memory_order_acquire)) {
+        if (!libcuda_loaded())
+            return p;
+        cb_init_slow();
+        if (!atomic_load_explicit(&cb_init_done, memory_order_acquire))
+            return p;
+    }
+    return cb_swap(p);
+}
+
+static void count(int id) { cb_stats_thread()->calls[id]++; }
+
+CB_EXPORT CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
+{
+    cb_init();
+    count(CB_ID_cuGetProcAddress);
+    if (!CB_REAL(cuGetProcAddress))
+        return CUDA_ERROR_NOT_SUPPORTED;
+    CUresult r = CB_REAL(cuGetProcAddress)(symbol, pfn, cudaVersion, flags);
+    if (r == CUDA_SUCCESS && pfn && *pfn)
+        *pfn = cb_swap(*pfn);
+    return r;
+}
+
+CB_EXPORT CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
+                                               cuuint64_t flags, CUdriverProcAddressQueryResult *symbolStatus)
+{
+    cb_init();
+    count(CB_ID_cuGetProcAddress_v2);
+    if (!CB_REAL(cuGetProcAddress_v2))
+        return CUDA_ERROR_NOT_SUPPORTED;
+    CUresult r = CB_REAL(cuGetProcAddress_v2)(symbol, pfn, cudaVersion, flags, symbolStatus);
+    if (r == CUDA_SUCCESS && pfn && *pfn)
+        *pfn = cb_swap(*pfn);
+    return r;
+}
+
+CB_EXPORT CUresult CUDAAPI cuGetProcAddress_v2_ptsz(const char *symbol, void **pfn, int cudaVersion,
+                                                    cuuint64_t flags, CUdriverProcAddressQueryResult *symbolStatus)
+{
+    cb_init();
+    count(CB_ID_cuGetProcAddress_v2_ptsz);
+    if (!CB_REAL(cuGetProcAddress_v2_ptsz))
+        return CUDA_ERROR_NOT_SUPPORTED;
+    CUresult r = CB_REAL(cuGetProcAddress_v2_ptsz)(symbol, pfn, cudaVersion, flags, symbolStatus);
+    if (r == CUDA_SUCCESS && pfn && *pfn)
+        *pfn = cb_swap(*pfn);
+    return r;
+}
