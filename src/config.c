@@ -100,7 +100,7 @@ static int parse_enum(const char *s, const char *values, uint64_t *out)
 
 static int parse_value(const struct cb_option *o, const char *text, uint64_t *out)
 {
-    int rc;
+    int rc = -1;
     switch (o->type) {
     case CB_T_BOOL: return parse_bool(text, out);
     case CB_T_SIZE: rc = parse_number(text, 1, out); break;
@@ -113,8 +113,7 @@ static int parse_value(const struct cb_option *o, const char *text, uint64_t *ou
         return rc;
     case CB_T_STRING: *out = 0; return 0;
     }
-    return -1;
-    /* range check below for numbers */
+    return rc; /* numbers: the caller checks the range */
 }
 
 static const char *accepts(const struct cb_option *o, char *buf, size_t len)

@@ -98,14 +98,23 @@ static int iset_add(struct cb_iset *s, uintptr_t lo, uintptr_t hi)
     return 0;
 }
 
-/* For the unit tests: the hazard rule on two lists of (dst, src, bytes). */
+/* Rule 5: may a copy (dst, src, n) join a run whose copies wrote `w` and read `r`? */
+static int hazard_sets(const struct cb_iset *w, const struct cb_iset *r, uintptr_t d, uintptr_t s, uintptr_t n)
+{
+    return iset_overlaps(w, s, s + n)     /* reads what a queued copy writes */
+           || iset_overlaps(w, d, d + n)  /* writes what a queued copy writes */
+           || iset_overlaps(r, d, d + n); /* writes what a queued copy reads */
+}
+
+/* For the unit tests: index of the first copy of a list that may not join the run
+ * formed by those before it, -1 if none (-2 out of memory). */
 CB_EXPORT int cubatch__hazard_probe(const uintptr_t (*copies)[3], size_t n)
 {
     struct cb_iset w = {0}, r = {0};
     int hazard_at = -1;
     for (size_t i = 0; i < n && hazard_at < 0; i++) {
         uintptr_t d = copies[i][0], s = copies[i][1], len = copies[i][2];
-        if (iset_overlaps(&w, s, s + len) || iset_overlaps(&w, d, d + len) || iset_overlaps(&r, d, d + len))
+        if (hazard_sets(&w, &r, d, s, len))
             hazard_at = (int)i;
         else if (iset_add(&w, d, d + len) || iset_add(&r, s, s + len))
             hazard_at = -2;
@@ -311,9 +320,7 @@ static int run_grow(struct cb_run *run)
 
 static int hazard(const struct cb_run *run, const struct cb_copy_req *rq)
 {
-    uintptr_t d = rq->dst, s = rq->src, n = rq->bytes;
-    return iset_overlaps(&run->writes, s, s + n) || iset_overlaps(&run->writes, d, d + n) ||
-           iset_overlaps(&run->reads, d, d + n) || (d < s + n && s < d + n);
+    return hazard_sets(&run->writes, &run->reads, rq->dst, rq->src, rq->bytes);
 }
 
 static struct cb_run_key key_for(CUstream s, enum cb_stream_kind sk)

@@ -1,0 +1,185 @@
+/* check_units.c - the pure parts of cubatch, tested in-process through the
+ * cubatch__* test hooks the library exports: option parsing, the size policy,
+ * and the hazard rule (DESIGN.md rule 5) against a brute-force reference. */
+#include <check.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+int cubatch__parse_option(const char *name, const char *text, uint64_t *out);
+int cubatch__policy_defer(const char *policy, int direction, size_t bytes);
+int cubatch__hazard_probe(const uintptr_t (*copies)[3], size_t n);
+
+enum { H2D, D2H, D2D, H2H };
+
+static uint64_t parsed(const char *name, const char *text)
+{
+    uint64_t v = 12345;
+    ck_assert_int_eq(cubatch__parse_option(name, text, &v), 0);
+    return v;
+}
+
+static void rejected(const char *name, const char *text)
+{
+    uint64_t v = 777;
+    ck_assert_msg(cubatch__parse_option(name, text, &v) == -1, "%s=%s should be rejected", name, text);
+}
+
+START_TEST(bool_words)
+{
+    const char *yes[] = {"1", "on", "ON", "yes", "True"};
+    const char *no[] = {"0", "off", "No", "false", "FALSE"};
+    for (int i = 0; i < 5; i++) {
+        ck_assert_uint_eq(parsed("enable", yes[i]), 1);
+        ck_assert_uint_eq(parsed("enable", no[i]), 0);
+    }
+    rejected("enable", "");
+    rejected("enable", "2");
+    rejected("enable", "onn");
+    rejected("enable", " 1");
+}
+END_TEST
+
+START_TEST(sizes_and_ranges)
+{
+    ck_assert_uint_eq(parsed("max_copy", "4096"), 4096);
+    ck_assert_uint_eq(parsed("max_copy", "4K"), 4096);
+    ck_assert_uint_eq(parsed("max_copy", "4KiB"), 4096);
+    ck_assert_uint_eq(parsed("max_copy", "2m"), 2u << 20);
+    ck_assert_uint_eq(parsed("max_copy", "1GB"), 1u << 30);
+    rejected("max_copy", "0");        /* below the minimum: rejected, never clipped */
+    rejected("max_copy", "4T");
+    rejected("max_copy", "4 K");
+    rejected("max_copy", "-1");
+    rejected("max_copy", "99999999999999999999999");
+    rejected("max_copy", "18446744073709551615G"); /* overflows when scaled */
+    ck_assert_uint_eq(parsed("max_batch", "64"), 64);
+    rejected("max_batch", "1");       /* a batch of one is never a batch */
+    rejected("max_batch", "64K");     /* plain integers take no suffix */
+    rejected("max_batch", "40000");
+    rejected("flush_us", "0");
+    ck_assert_uint_eq(parsed("log", "3"), 3);
+    rejected("log", "4");
+    rejected("no_such_option", "1");
+}
+END_TEST
+
+START_TEST(enums)
+{
+    ck_assert_uint_eq(parsed("src_order", "stream"), 0);
+    ck_assert_uint_eq(parsed("src_order", "ANY"), 1);
+    ck_assert_uint_eq(parsed("src_order", "during_api_call"), 2);
+    rejected("src_order", "anyway");
+    ck_assert_uint_eq(parsed("stats", "json"), 2);
+    ck_assert_uint_eq(parsed("stats", "on"), 1);
+    ck_assert_uint_eq(parsed("stats", "1"), 1);
+    ck_assert_uint_eq(parsed("stats", "off"), 0);
+    rejected("stats", "xml");
+}
+END_TEST
+
+START_TEST(policy_default_follows_measurement)
+{
+    /* DESIGN.md section 4: H2D 8-28 KiB is slower as a batch on this driver. */
+    ck_assert_int_eq(cubatch__policy_defer(NULL, H2D, 512), 1);
+    ck_assert_int_eq(cubatch__policy_defer(NULL, H2D, 4096), 1);
+    ck_assert_int_eq(cubatch__policy_defer(NULL, H2D, 8191), 1);
+    ck_assert_int_eq(cubatch__policy_defer(NULL, H2D, 8192), 0);
+    ck_assert_int_eq(cubatch__policy_defer(NULL, H2D, 16384), 0);
+    ck_assert_int_eq(cubatch__policy_defer(NULL, H2D, 24576), 0);
+    ck_assert_int_eq(cubatch__policy_defer(NULL, H2D, 28 * 1024 - 1), 0);
+    ck_assert_int_eq(cubatch__policy_defer(NULL, H2D, 28 * 1024), 1);
+    ck_assert_int_eq(cubatch__policy_defer(NULL, H2D, 1 << 20), 1);
+    ck_assert_int_eq(cubatch__policy_defer(NULL, D2H, 16384), 1);
+    ck_assert_int_eq(cubatch__policy_defer(NULL, D2D, 4096), 1);
+    ck_assert_int_eq(cubatch__policy_defer(NULL, H2H, 4096), 0); /* not measured: not deferred */
+    ck_assert_int_eq(cubatch__policy_defer("default", H2D, 16384), 0);
+}
+END_TEST
+
+START_TEST(policy_parsing)
+{
+    ck_assert_int_eq(cubatch__policy_defer("all", H2D, 16384), 1);
+    ck_assert_int_eq(cubatch__policy_defer("all", H2H, 1), 1);
+    ck_assert_int_eq(cubatch__policy_defer("none", D2H, 4096), 0);
+    ck_assert_int_eq(cubatch__policy_defer("d2h:1K-2K", D2H, 1024), 1);
+    ck_assert_int_eq(cubatch__policy_defer("d2h:1K-2K", D2H, 2048), 0); /* half-open */
+    ck_assert_int_eq(cubatch__policy_defer("d2h:1K-2K", H2D, 1500), 0); /* no band: never */
+    ck_assert_int_eq(cubatch__policy_defer("h2d:0-8K,d2d:64K-max", D2D, 1 << 30), 1);
+    const char *bad[] = {"h2x:0-1K", "h2d", "h2d:1K", "h2d:2K-1K", "h2d:0-8K,", "h2d:a-b", "h2d:0-8K;d2h:0-1K",
+                         "h2d:0-1,h2d:1-2,h2d:2-3,h2d:3-4,h2d:4-5,h2d:5-6,h2d:6-7,h2d:7-8,h2d:8-9"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        ck_assert_msg(cubatch__policy_defer(bad[i], H2D, 1) == -1, "policy \"%s\" should be rejected", bad[i]);
+}
+END_TEST
+
+static int hazard_at(const uintptr_t (*c)[3], size_t n) { return cubatch__hazard_probe(c, n); }
+
+START_TEST(hazard_rules)
+{
+    /* read after write: A->B then B->C */
+    const uintptr_t chain[][3] = {{0x2000, 0x1000, 0x100}, {0x3000, 0x2000, 0x100}};
+    ck_assert_int_eq(hazard_at(chain, 2), 1);
+    /* write after read: X->D, then Y->X */
+    const uintptr_t war[][3] = {{0x5000, 0x1000, 0x100}, {0x1080, 0x9000, 0x10}};
+    ck_assert_int_eq(hazard_at(war, 2), 1);
+    /* write after write */
+    const uintptr_t waw[][3] = {{0x5000, 0x1000, 0x100}, {0x50ff, 0x9000, 0x10}};
+    ck_assert_int_eq(hazard_at(waw, 2), 1);
+    /* adjacent ranges and shared sources are no hazard */
+    const uintptr_t ok[][3] = {{0x5000, 0x1000, 0x100}, {0x5100, 0x1000, 0x100}, {0x4f00, 0x1100, 0x100},
+                               {0x6000, 0x1000, 0x200}};
+    ck_assert_int_eq(hazard_at(ok, 4), -1);
+}
+END_TEST
+
+/* The interval index against the O(n^2) definition, on random copy lists. */
+START_TEST(hazard_matches_brute_force)
+{
+    srand(12345);
+    uintptr_t c[64][3];
+    for (int trial = 0; trial < 3000; trial++) {
+        size_t n = 2 + (size_t)(rand() % 40);
+        int span = 1 + rand() % 4; /* small spans collide often, large ones rarely */
+        for (size_t i = 0; i < n; i++) {
+            c[i][0] = 0x100000 + (uintptr_t)(rand() % (256 * span)) * 16;
+            c[i][1] = 0x100000 + (uintptr_t)(rand() % (256 * span)) * 16;
+            c[i][2] = 1 + (uintptr_t)(rand() % 64);
+        }
+        int expect = -1;
+        for (size_t i = 1; i < n && expect < 0; i++)
+            for (size_t j = 0; j < i && expect < 0; j++) {
+                uintptr_t dj = c[j][0], sj = c[j][1], lj = c[j][2];
+                uintptr_t di = c[i][0], si = c[i][1], li = c[i][2];
+                int raw = si < dj + lj && dj < si + li;
+                int waw = di < dj + lj && dj < di + li;
+                int war = di < sj + lj && sj < di + li;
+                if (raw || waw || war)
+                    expect = (int)i;
+            }
+        ck_assert_int_eq(hazard_at((const uintptr_t(*)[3])c, n), expect);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("units");
+    TCase *tc = tcase_create("options");
+    tcase_add_test(tc, bool_words);
+    tcase_add_test(tc, sizes_and_ranges);
+    tcase_add_test(tc, enums);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("policy");
+    tcase_add_test(tc, policy_default_follows_measurement);
+    tcase_add_test(tc, policy_parsing);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("hazards");
+    tcase_add_test(tc, hazard_rules);
+    tcase_add_test(tc, hazard_matches_brute_force);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
