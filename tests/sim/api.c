@@ -1,0 +1,2116 @@
+/* Simulated CUDA driver: the exported cu* entry points.  Each one takes the driver lock
+ * (sim_begin), is counted, may be failed by CUSIM_FAIL, and is logged (sim_end). */
+#include "sim.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+CUresult CUDAAPI cuGetProcAddress_v2_ptsz(const char *symbol, void **pfn, int cudaVersion,
+                                          cuuint64_t flags, CUdriverProcAddressQueryResult *symbolStatus);
+
+#define BEGIN(name) struct call C_; if (sim_begin(&C_, name, 0, NULL)) return C_.rc
+#define BEGIN_S(name, h) struct call C_; if (sim_begin(&C_, name, 1, (h))) return C_.rc
+#define END(rc) return sim_end(&C_, (rc))
+#define KV(...) sim_kv(&C_, __VA_ARGS__)
+
+#define MAX_DEVICES 16
+
+static int inited;
+static struct sim_ctx *ctx_list;
+static struct sim_ctx *primaries[MAX_DEVICES];
+
+static __thread CUcontext tls_stack[64];
+static __thread int tls_n;
+struct ptds_ent { struct sim_ctx *ctx; struct sim_stream *s; };
+static __thread struct ptds_ent tls_ptds[32];
+static __thread int tls_nptds;
+
+/* ------------------------------------------------------------------ helpers */
+
+static struct sim_stream *stream_new(struct sim_ctx *ctx, int kind, unsigned flags, int prio)
+{
+    struct sim_stream *s = calloc(1, sizeof *s);
+    if (!s)
+        abort();
+    s->kind = kind;
+    s->flags = flags;
+    s->prio = prio;
+    s->alive = 1;
+    s->id = sim_next_id();
+    s->ctx = ctx;
+    s->next = ctx->streams;
+    ctx->streams = s;
+    if (kind == ST_USER)
+        sim_handle_add(s, H_STREAM);
+    return s;
+}
+
+static void ctx_init_streams(struct sim_ctx *c)
+{
+    c->legacy = stream_new(c, ST_LEGACY, 0, 0);
+}
+
+static struct sim_ctx *ctx_new(int dev, unsigned flags, int primary)
+{
+    struct sim_ctx *c = calloc(1, sizeof *c);
+    if (!c)
+        abort();
+    c->dev = dev;
+    c->flags = flags;
+    c->alive = 1;
+    c->primary = primary;
+    c->id = sim_next_id();
+    ctx_init_streams(c);
+    c->next = ctx_list;
+    ctx_list = c;
+    sim_handle_add(c, H_CTX);
+    return c;
+}
+
+/* Destroy (or, for a primary context, deactivate) a context: its pending work still runs,
+ * its streams die. */
+static void ctx_teardown(struct sim_ctx *c)
+{
+    sim_run_ctx(c);
+    for (struct sim_stream *s = c->streams; s; s = s->next) {
+        if (s->alive && s->kind == ST_USER)
+            sim_handle_del(s);
+        s->alive = 0;
+        s->cap = NULL;
+    }
+    c->alive = 0;
+}
+
+static struct sim_ctx *cur_ctx(void)
+{
+    return tls_n > 0 ? (struct sim_ctx *)tls_stack[tls_n - 1] : NULL;
+}
+
+static CUresult need_init(void)
+{
+    return inited ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+static CUresult need_ctx(struct sim_ctx **out)
+{
+    struct sim_ctx *c;
+    if (!inited)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    c = cur_ctx();
+    if (!c || !c->alive)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    *out = c;
+    return CUDA_SUCCESS;
+}
+
+static CUresult check_dev(CUdevice d)
+{
+    if (!inited)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (d < 0 || d >= sim_cfg.devices)
+        return CUDA_ERROR_INVALID_DEVICE;
+    return CUDA_SUCCESS;
+}
+
+static struct sim_stream *ptds_for(struct sim_ctx *c)
+{
+    for (int i = 0; i < tls_nptds; i++)
+        if (tls_ptds[i].ctx == c) {
+            if (!tls_ptds[i].s->alive)
+                tls_ptds[i].s = stream_new(c, ST_PTDS, 0, 0);
+            return tls_ptds[i].s;
+        }
+    struct sim_stream *s = stream_new(c, ST_PTDS, 0, 0);
+    if (tls_nptds < (int)(sizeof tls_ptds / sizeof tls_ptds[0]))
+        tls_ptds[tls_nptds++] = (struct ptds_ent){ c, s };
+    else
+        tls_ptds[0] = (struct ptds_ent){ c, s };
+    return s;
+}
+
+static CUresult resolve_stream(CUstream h, int ptsz, struct sim_stream **out)
+{
+    if (!inited)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (h == NULL || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD) {
+        struct sim_ctx *c;
+        CUresult rc = need_ctx(&c);
+        if (rc)
+            return rc;
+        int per = h == CU_STREAM_PER_THREAD || (h == NULL && ptsz);
+        *out = per ? ptds_for(c) : c->legacy;
+        return CUDA_SUCCESS;
+    }
+    if (!sim_handle_ok(h, H_STREAM))
+        return CUDA_ERROR_INVALID_HANDLE;
+    struct sim_stream *s = (struct sim_stream *)h;
+    if (!s->alive || !s->ctx->alive)
+        return CUDA_ERROR_INVALID_HANDLE;
+    *out = s;
+    return CUDA_SUCCESS;
+}
+
+static int is_blocking(const struct sim_stream *s)
+{
+    return s->kind != ST_LEGACY && !(s->flags & CU_STREAM_NON_BLOCKING);
+}
+
+/* Before putting work on s.  *capturing = 1: the op goes into s->cap->graph. */
+static CUresult stream_use(struct sim_stream *s, int *capturing)
+{
+    *capturing = 0;
+    if (s->cap) {
+        if (s->cap->status != CU_STREAM_CAPTURE_STATUS_ACTIVE)
+            return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+        *capturing = 1;
+        return CUDA_SUCCESS;
+    }
+    if (s->kind == ST_LEGACY) {
+        int hit = 0;
+        for (struct sim_stream *o = s->ctx->streams; o; o = o->next)
+            if (o->cap && is_blocking(o) && o->cap->status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+                o->cap->status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+                hit = 1;
+            }
+        if (hit)
+            return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+    }
+    return CUDA_SUCCESS;
+}
+
+/* A call that would synchronize with (or free memory used by) the whole context while a
+ * capture that forbids it is in progress: invalidate it and refuse. */
+static CUresult ctx_capture_check(struct sim_ctx *c)
+{
+    int hit = 0;
+    for (struct sim_ctx *x = ctx_list; x; x = x->next) {
+        if (c && x != c)
+            continue;
+        for (struct sim_stream *o = x->streams; o; o = o->next) {
+            struct sim_capture *k = o->cap;
+            if (!k || k->status != CU_STREAM_CAPTURE_STATUS_ACTIVE)
+                continue;
+            if (k->mode == CU_STREAM_CAPTURE_MODE_GLOBAL ||
+                (k->mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL && pthread_equal(k->thread, pthread_self()))) {
+                k->status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+                hit = 1;
+            }
+        }
+    }
+    return hit ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
+}
+
+static void graph_add(struct sim_graph *g, const struct gop *op)
+{
+    if (g->nops == g->cap) {
+        size_t nc = g->cap ? g->cap * 2 : 16;
+        struct gop *no = realloc(g->ops, nc * sizeof *no);
+        if (!no)
+            abort();
+        g->ops = no;
+        g->cap = nc;
+    }
+    g->ops[g->nops++] = *op;
+}
+
+/* ------------------------------------------------------------------ pointer classification */
+
+enum { SIDE_DEVICE, SIDE_HOST, SIDE_ANY };
+struct ptrinfo {
+    struct sim_alloc *a;   /* NULL: pageable host memory */
+    unsigned long long id;
+};
+
+static CUresult classify(const void *p, size_t n, int side, struct ptrinfo *pi, const char *what)
+{
+    struct sim_alloc *a = sim_mem_find(p);
+    pi->a = NULL;
+    pi->id = 0;
+    if (a) {
+        int devkind = a->kind == MEM_DEVICE || a->kind == MEM_MANAGED;
+        int inb = (uintptr_t)p + n <= (uintptr_t)a->base + a->size;
+        if (side == SIDE_DEVICE && !devkind)
+            return CUDA_ERROR_INVALID_VALUE;
+        if (!inb)
+            return devkind ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS; /* host: pageable path */
+        pi->a = a;
+        pi->id = a->buffer_id;
+        return CUDA_SUCCESS;
+    }
+    if (sim_mem_in_quarantine(p, n)) {
+        sim_error_uaf(what, p, n);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (side == SIDE_DEVICE || p == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ copies and memsets */
+
+/* One copy on stream h.  sync: the call returns only after the copy is done (synchronous
+ * API).  A pageable source is staged at call time; a pageable destination makes the copy
+ * synchronous; everything else is deferred. */
+static CUresult copy_op(struct call *c, void *dst, const void *src, size_t n, CUstream h, int ptsz,
+                        int dside, int sside, int sync)
+{
+    struct sim_stream *s;
+    struct ptrinfo di, si;
+    int capturing;
+    CUresult rc;
+    sim_kv(c, "dst=%p src=%p n=%zu", dst, src, n);
+    if ((rc = resolve_stream(h, ptsz, &s)))
+        return rc;
+    if (n == 0)
+        return CUDA_SUCCESS;
+    if ((rc = classify(dst, n, dside, &di, "copy-dst")))
+        return rc;
+    if ((rc = classify(src, n, sside, &si, "copy-src")))
+        return rc;
+    if ((rc = stream_use(s, &capturing)))
+        return rc;
+    if (capturing) {
+        if (sync) {
+            s->cap->status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+            return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        }
+        struct gop g = { .kind = GOP_COPY, .dst = dst, .src = src, .n = n };
+        graph_add(s->cap->graph, &g);
+        sim_kv(c, "captured=1");
+        return CUDA_SUCCESS;
+    }
+    struct node *nd = sim_node_new(N_COPY);
+    nd->dst = dst;
+    nd->src = src;
+    nd->n = n;
+    nd->dst_id = di.id;
+    nd->src_id = si.id;
+    if (!si.a) {
+        nd->staged = malloc(n);
+        if (!nd->staged)
+            abort();
+        memcpy(nd->staged, src, n);
+        sim_kv(c, "staged=1");
+    }
+    uint64_t id = sim_enqueue(s, nd);
+    if (sync || !di.a) {
+        sim_run(id);
+        sim_kv(c, "sync=1");
+    }
+    return CUDA_SUCCESS;
+}
+
+static CUresult memset_op(struct call *c, CUdeviceptr d, unsigned val, int elsize, size_t count, CUstream h,
+                          int ptsz, int sync)
+{
+    struct sim_stream *s;
+    struct ptrinfo di;
+    int capturing;
+    CUresult rc;
+    void *dst = (void *)(uintptr_t)d;
+    sim_kv(c, "dst=%p val=%u elsize=%d count=%zu", dst, val, elsize, count);
+    if ((rc = resolve_stream(h, ptsz, &s)))
+        return rc;
+    if (count == 0)
+        return CUDA_SUCCESS;
+    if ((uintptr_t)dst % (uintptr_t)elsize)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = classify(dst, count * (size_t)elsize, SIDE_ANY, &di, "memset")))
+        return rc;
+    if (!di.a)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = stream_use(s, &capturing)))
+        return rc;
+    if (capturing) {
+        if (sync) {
+            s->cap->status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+            return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        }
+        struct gop g = { .kind = GOP_MEMSET, .dst = dst, .n = count, .val = val, .elsize = elsize };
+        graph_add(s->cap->graph, &g);
+        sim_kv(c, "captured=1");
+        return CUDA_SUCCESS;
+    }
+    struct node *nd = sim_node_new(N_MEMSET);
+    nd->dst = dst;
+    nd->n = count;
+    nd->val = val;
+    nd->elsize = elsize;
+    nd->dst_id = di.id;
+    uint64_t id = sim_enqueue(s, nd);
+    if (sync)
+        sim_run(id);
+    return CUDA_SUCCESS;
+}
+
+#define P(x) ((void *)(uintptr_t)(x))
+
+/* async copies */
+CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h)
+{ BEGIN_S("cuMemcpyAsync", h); END(copy_op(&C_, P(dst), P(src), n, h, 0, SIDE_ANY, SIDE_ANY, 0)); }
+CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h)
+{ BEGIN_S("cuMemcpyAsync_ptsz", h); END(copy_op(&C_, P(dst), P(src), n, h, 1, SIDE_ANY, SIDE_ANY, 0)); }
+CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream h)
+{ BEGIN_S("cuMemcpyHtoDAsync_v2", h); END(copy_op(&C_, P(dst), src, n, h, 0, SIDE_DEVICE, SIDE_HOST, 0)); }
+CUresult CUDAAPI cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void *src, size_t n, CUstream h)
+{ BEGIN_S("cuMemcpyHtoDAsync_v2_ptsz", h); END(copy_op(&C_, P(dst), src, n, h, 1, SIDE_DEVICE, SIDE_HOST, 0)); }
+CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream h)
+{ BEGIN_S("cuMemcpyDtoHAsync_v2", h); END(copy_op(&C_, dst, P(src), n, h, 0, SIDE_HOST, SIDE_DEVICE, 0)); }
+CUresult CUDAAPI cuMemcpyDtoHAsync_v2_ptsz(void *dst, CUdeviceptr src, size_t n, CUstream h)
+{ BEGIN_S("cuMemcpyDtoHAsync_v2_ptsz", h); END(copy_op(&C_, dst, P(src), n, h, 1, SIDE_HOST, SIDE_DEVICE, 0)); }
+CUresult CUDAAPI cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h)
+{ BEGIN_S("cuMemcpyDtoDAsync_v2", h); END(copy_op(&C_, P(dst), P(src), n, h, 0, SIDE_DEVICE, SIDE_DEVICE, 0)); }
+CUresult CUDAAPI cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h)
+{ BEGIN_S("cuMemcpyDtoDAsync_v2_ptsz", h); END(copy_op(&C_, P(dst), P(src), n, h, 1, SIDE_DEVICE, SIDE_DEVICE, 0)); }
+CUresult CUDAAPI cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n, CUstream h)
+{ (void)dc; (void)sc; BEGIN_S("cuMemcpyPeerAsync", h); END(copy_op(&C_, P(dst), P(src), n, h, 0, SIDE_DEVICE, SIDE_DEVICE, 0)); }
+CUresult CUDAAPI cuMemcpyPeerAsync_ptsz(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n, CUstream h)
+{ (void)dc; (void)sc; BEGIN_S("cuMemcpyPeerAsync_ptsz", h); END(copy_op(&C_, P(dst), P(src), n, h, 1, SIDE_DEVICE, SIDE_DEVICE, 0)); }
+
+/* synchronous copies: legacy stream (or the per-thread stream for _ptds) */
+CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{ BEGIN("cuMemcpy"); END(copy_op(&C_, P(dst), P(src), n, NULL, 0, SIDE_ANY, SIDE_ANY, 1)); }
+CUresult CUDAAPI cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{ BEGIN("cuMemcpy_ptds"); END(copy_op(&C_, P(dst), P(src), n, NULL, 1, SIDE_ANY, SIDE_ANY, 1)); }
+CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n)
+{ BEGIN("cuMemcpyHtoD_v2"); END(copy_op(&C_, P(dst), src, n, NULL, 0, SIDE_DEVICE, SIDE_HOST, 1)); }
+CUresult CUDAAPI cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void *src, size_t n)
+{ BEGIN("cuMemcpyHtoD_v2_ptds"); END(copy_op(&C_, P(dst), src, n, NULL, 1, SIDE_DEVICE, SIDE_HOST, 1)); }
+CUresult CUDAAPI cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n)
+{ BEGIN("cuMemcpyDtoH_v2"); END(copy_op(&C_, dst, P(src), n, NULL, 0, SIDE_HOST, SIDE_DEVICE, 1)); }
+CUresult CUDAAPI cuMemcpyDtoH_v2_ptds(void *dst, CUdeviceptr src, size_t n)
+{ BEGIN("cuMemcpyDtoH_v2_ptds"); END(copy_op(&C_, dst, P(src), n, NULL, 1, SIDE_HOST, SIDE_DEVICE, 1)); }
+CUresult CUDAAPI cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{ BEGIN("cuMemcpyDtoD_v2"); END(copy_op(&C_, P(dst), P(src), n, NULL, 0, SIDE_DEVICE, SIDE_DEVICE, 1)); }
+CUresult CUDAAPI cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{ BEGIN("cuMemcpyDtoD_v2_ptds"); END(copy_op(&C_, P(dst), P(src), n, NULL, 1, SIDE_DEVICE, SIDE_DEVICE, 1)); }
+CUresult CUDAAPI cuMemcpyPeer(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n)
+{ (void)dc; (void)sc; BEGIN("cuMemcpyPeer"); END(copy_op(&C_, P(dst), P(src), n, NULL, 0, SIDE_DEVICE, SIDE_DEVICE, 1)); }
+CUresult CUDAAPI cuMemcpyPeer_ptds(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n)
+{ (void)dc; (void)sc; BEGIN("cuMemcpyPeer_ptds"); END(copy_op(&C_, P(dst), P(src), n, NULL, 1, SIDE_DEVICE, SIDE_DEVICE, 1)); }
+
+/* memsets */
+CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr d, unsigned char uc, size_t n, CUstream h)
+{ BEGIN_S("cuMemsetD8Async", h); END(memset_op(&C_, d, uc, 1, n, h, 0, 0)); }
+CUresult CUDAAPI cuMemsetD8Async_ptsz(CUdeviceptr d, unsigned char uc, size_t n, CUstream h)
+{ BEGIN_S("cuMemsetD8Async_ptsz", h); END(memset_op(&C_, d, uc, 1, n, h, 1, 0)); }
+CUresult CUDAAPI cuMemsetD16Async(CUdeviceptr d, unsigned short us, size_t n, CUstream h)
+{ BEGIN_S("cuMemsetD16Async", h); END(memset_op(&C_, d, us, 2, n, h, 0, 0)); }
+CUresult CUDAAPI cuMemsetD16Async_ptsz(CUdeviceptr d, unsigned short us, size_t n, CUstream h)
+{ BEGIN_S("cuMemsetD16Async_ptsz", h); END(memset_op(&C_, d, us, 2, n, h, 1, 0)); }
+CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr d, unsigned int ui, size_t n, CUstream h)
+{ BEGIN_S("cuMemsetD32Async", h); END(memset_op(&C_, d, ui, 4, n, h, 0, 0)); }
+CUresult CUDAAPI cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned int ui, size_t n, CUstream h)
+{ BEGIN_S("cuMemsetD32Async_ptsz", h); END(memset_op(&C_, d, ui, 4, n, h, 1, 0)); }
+CUresult CUDAAPI cuMemsetD8_v2(CUdeviceptr d, unsigned char uc, size_t n)
+{ BEGIN("cuMemsetD8_v2"); END(memset_op(&C_, d, uc, 1, n, NULL, 0, 1)); }
+CUresult CUDAAPI cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char uc, size_t n)
+{ BEGIN("cuMemsetD8_v2_ptds"); END(memset_op(&C_, d, uc, 1, n, NULL, 1, 1)); }
+CUresult CUDAAPI cuMemsetD16_v2(CUdeviceptr d, unsigned short us, size_t n)
+{ BEGIN("cuMemsetD16_v2"); END(memset_op(&C_, d, us, 2, n, NULL, 0, 1)); }
+CUresult CUDAAPI cuMemsetD16_v2_ptds(CUdeviceptr d, unsigned short us, size_t n)
+{ BEGIN("cuMemsetD16_v2_ptds"); END(memset_op(&C_, d, us, 2, n, NULL, 1, 1)); }
+CUresult CUDAAPI cuMemsetD32_v2(CUdeviceptr d, unsigned int ui, size_t n)
+{ BEGIN("cuMemsetD32_v2"); END(memset_op(&C_, d, ui, 4, n, NULL, 0, 1)); }
+CUresult CUDAAPI cuMemsetD32_v2_ptds(CUdeviceptr d, unsigned int ui, size_t n)
+{ BEGIN("cuMemsetD32_v2_ptds"); END(memset_op(&C_, d, ui, 4, n, NULL, 1, 1)); }
+
+/* ------------------------------------------------------------------ batch copies */
+
+static CUresult batch_op(struct call *c, CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                         CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, size_t *failIdx,
+                         CUstream h, int ptsz)
+{
+    struct sim_stream *s;
+    CUresult rc;
+    int capturing;
+    static const char *const names[] = { "reverse", "forward", "shuffle" };
+    sim_kv(c, "count=%zu order=%s", count, names[sim_cfg.batch_order]);
+    if (failIdx)
+        *failIdx = SIZE_MAX;
+    if (h == CU_STREAM_LEGACY || (h == NULL && !ptsz))
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = resolve_stream(h, ptsz, &s)))
+        return rc;
+    if (s->kind == ST_LEGACY)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (count == 0 || !dsts || !srcs || !sizes || !attrs || !attrsIdxs || numAttrs == 0 || numAttrs > count)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (attrsIdxs[0] != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t k = 0; k < numAttrs; k++) {
+        if (k > 0 && attrsIdxs[k] <= attrsIdxs[k - 1])
+            return CUDA_ERROR_INVALID_VALUE;
+        if (attrsIdxs[k] >= count)
+            return CUDA_ERROR_INVALID_VALUE;
+        CUmemcpySrcAccessOrder o = attrs[k].srcAccessOrder;
+        if (o != CU_MEMCPY_SRC_ACCESS_ORDER_STREAM && o != CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL &&
+            o != CU_MEMCPY_SRC_ACCESS_ORDER_ANY)
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+    for (size_t i = 0; i < count; i++)
+        if (sizes[i] == 0) {
+            if (failIdx)
+                *failIdx = i;
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+    if (s->cap) {
+        if (s->cap->status != CU_STREAM_CAPTURE_STATUS_ACTIVE)
+            return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* capture stays valid */
+    }
+    struct bentry *ents = calloc(count, sizeof *ents);
+    if (!ents)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    size_t ai = 0;
+    for (size_t i = 0; i < count; i++) {
+        struct ptrinfo di, si;
+        while (ai + 1 < numAttrs && attrsIdxs[ai + 1] <= i)
+            ai++;
+        void *dst = P(dsts[i]);
+        const void *src = P(srcs[i]);
+        if ((rc = classify(dst, sizes[i], SIDE_ANY, &di, "batch-dst")) ||
+            (rc = classify(src, sizes[i], SIDE_ANY, &si, "batch-src"))) {
+            for (size_t j = 0; j < i; j++)
+                free(ents[j].staged);
+            free(ents);
+            if (failIdx)
+                *failIdx = i;
+            return rc;
+        }
+        ents[i].dst = dst;
+        ents[i].src = src;
+        ents[i].n = sizes[i];
+        ents[i].dst_id = di.id;
+        ents[i].src_id = si.id;
+        if (!si.a && attrs[ai].srcAccessOrder == CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL) {
+            ents[i].staged = malloc(sizes[i]);
+            if (!ents[i].staged)
+                abort();
+            memcpy(ents[i].staged, src, sizes[i]);
+        }
+    }
+    if ((rc = stream_use(s, &capturing))) {
+        for (size_t j = 0; j < count; j++)
+            free(ents[j].staged);
+        free(ents);
+        return rc;
+    }
+    struct node *nd = sim_node_new(N_BATCH);
+    nd->ents = ents;
+    nd->nents = count;
+    nd->order = sim_cfg.batch_order;
+    sim_enqueue(s, nd);
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemcpyBatchAsync_v2(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                                       CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, CUstream h)
+{ BEGIN_S("cuMemcpyBatchAsync_v2", h); END(batch_op(&C_, dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, NULL, h, 0)); }
+CUresult CUDAAPI cuMemcpyBatchAsync_v2_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                                            CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, CUstream h)
+{ BEGIN_S("cuMemcpyBatchAsync_v2_ptsz", h); END(batch_op(&C_, dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, NULL, h, 1)); }
+CUresult CUDAAPI cuMemcpyBatchAsync(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                                    CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, size_t *failIdx,
+                                    CUstream h)
+{ BEGIN_S("cuMemcpyBatchAsync", h); END(batch_op(&C_, dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, h, 0)); }
+CUresult CUDAAPI cuMemcpyBatchAsync_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                                         CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, size_t *failIdx,
+                                         CUstream h)
+{ BEGIN_S("cuMemcpyBatchAsync_ptsz", h); END(batch_op(&C_, dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, h, 1)); }
+
+/* ------------------------------------------------------------------ init, version, devices */
+
+CUresult CUDAAPI cuInit(unsigned int flags)
+{
+    BEGIN("cuInit");
+    if (flags != 0)
+        END(CUDA_ERROR_INVALID_VALUE);
+    if (sim_cfg.devices == 0)
+        END(CUDA_ERROR_NO_DEVICE);
+    inited = 1;
+    END(CUDA_SUCCESS);
+}
+
+CUresult CUDAAPI cuDriverGetVersion(int *v)
+{
+    BEGIN("cuDriverGetVersion");
+    if (!v)
+        END(CUDA_ERROR_INVALID_VALUE);
+    *v = sim_cfg.driver_version;
+    END(CUDA_SUCCESS);
+}
+
+CUresult CUDAAPI cuDeviceGet(CUdevice *d, int ordinal)
+{
+    BEGIN("cuDeviceGet");
+    CUresult rc = need_init();
+    if (!rc && !d)
+        rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc && (ordinal < 0 || ordinal >= sim_cfg.devices))
+        rc = CUDA_ERROR_INVALID_DEVICE;
+    if (!rc)
+        *d = ordinal;
+    END(rc);
+}
+
+CUresult CUDAAPI cuDeviceGetCount(int *count)
+{
+    BEGIN("cuDeviceGetCount");
+    CUresult rc = need_init();
+    if (!rc && !count)
+        rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc)
+        *count = sim_cfg.devices;
+    END(rc);
+}
+
+CUresult CUDAAPI cuDeviceGetName(char *name, int len, CUdevice dev)
+{
+    BEGIN("cuDeviceGetName");
+    CUresult rc = check_dev(dev);
+    if (!rc && (!name || len <= 0))
+        rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc)
+        snprintf(name, (size_t)len, "cusim simulated device %d", dev);
+    END(rc);
+}
+
+CUresult CUDAAPI cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
+{
+    BEGIN("cuDeviceGetUuid_v2");
+    CUresult rc = check_dev(dev);
+    if (!rc && !uuid)
+        rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc) {
+        memset(uuid, 0, sizeof *uuid);
+        memcpy(uuid->bytes, "cusim-dev", 9);
+        uuid->bytes[15] = (char)dev;
+    }
+    END(rc);
+}
+
+CUresult CUDAAPI cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
+{
+    BEGIN("cuDeviceGetUuid");
+    CUresult rc = check_dev(dev);
+    if (!rc && !uuid)
+        rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc) {
+        memset(uuid, 0, sizeof *uuid);
+        memcpy(uuid->bytes, "cusim-dev", 9);
+        uuid->bytes[15] = (char)dev;
+    }
+    END(rc);
+}
+
+CUresult CUDAAPI cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
+{
+    BEGIN("cuDeviceTotalMem_v2");
+    CUresult rc = check_dev(dev);
+    if (!rc && !bytes)
+        rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc)
+        *bytes = (size_t)143771009024ull;
+    END(rc);
+}
+
+CUresult CUDAAPI cuMemGetInfo_v2(size_t *free_b, size_t *total)
+{
+    BEGIN("cuMemGetInfo_v2");
+    struct sim_ctx *c;
+    CUresult rc = need_ctx(&c);
+    if (!rc) {
+        if (free_b)
+            *free_b = (size_t)140000000000ull;
+        if (total)
+            *total = (size_t)143771009024ull;
+    }
+    END(rc);
+}
+
+CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
+{
+    BEGIN("cuDeviceGetAttribute");
+    CUresult rc = check_dev(dev);
+    if (!rc && !pi)
+        rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc && ((int)attrib <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX))
+        rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc) {
+        int v = 0;
+        switch (attrib) {
+        case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: v = 1024; break;
+        case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: v = 1024; break;
+        case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: v = 1024; break;
+        case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: v = 64; break;
+        case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: v = 2147483647; break;
+        case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: v = 65535; break;
+        case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: v = 65535; break;
+        case CU_DEVICE_ATTRIBUTE_WARP_SIZE: v = 32; break;
+        case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: v = 132; break;
+        case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: v = 9; break;
+        case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: v = 0; break;
+        case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: v = 1; break;
+        case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: v = 1; break;
+        case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY: v = 1; break;
+        case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY: v = 1; break;
+        case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: v = 3; break;
+        case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS: v = 1; break;
+        case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: v = 1; break;
+        case CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED: v = 1; break;
+        case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: v = dev + 1; break;
+        case CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: v = 1; break;
+        case CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED: v = 1; break;
+        case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: v = 5120; break;
+        case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: v = 1980000; break;
+        case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: v = 2619000; break;
+        case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: v = 49152; break;
+        case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: v = 52428800; break;
+        default: v = 0; break;
+        }
+        *pi = v;
+    }
+    END(rc);
+}
+
+CUresult CUDAAPI cuDeviceCanAccessPeer(int *can, CUdevice dev, CUdevice peer)
+{
+    BEGIN("cuDeviceCanAccessPeer");
+    CUresult rc = check_dev(dev);
+    if (!rc)
+        rc = check_dev(peer);
+    if (!rc && !can)
+        rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc)
+        *can = dev != peer;
+    END(rc);
+}
+
+/* ------------------------------------------------------------------ errors */
+
+struct errname { int code; const char *name; const char *str; };
+static const struct errname errnames[] = {
+#define E(c, s) { c, #c, s }
+    E(CUDA_SUCCESS, "no error"),
+    E(CUDA_ERROR_INVALID_VALUE, "invalid argument"),
+    E(CUDA_ERROR_OUT_OF_MEMORY, "out of memory"),
+    E(CUDA_ERROR_NOT_INITIALIZED, "initialization error"),
+    E(CUDA_ERROR_DEINITIALIZED, "driver shutting down"),
+    E(CUDA_ERROR_PROFILER_DISABLED, "profiler disabled while using external profiling tool"),
+    E(CUDA_ERROR_STUB_LIBRARY, "CUDA driver is a stub library"),
+    E(CUDA_ERROR_DEVICE_UNAVAILABLE, "CUDA-capable device(s) is/are busy or unavailable"),
+    E(CUDA_ERROR_NO_DEVICE, "no CUDA-capable device is detected"),
+    E(CUDA_ERROR_INVALID_DEVICE, "invalid device ordinal"),
+    E(CUDA_ERROR_DEVICE_NOT_LICENSED, "device doesn't have valid Grid license"),
+    E(CUDA_ERROR_INVALID_IMAGE, "device kernel image is invalid"),
+    E(CUDA_ERROR_INVALID_CONTEXT, "invalid device context"),
+    E(CUDA_ERROR_CONTEXT_ALREADY_CURRENT, "context already current"),
+    E(CUDA_ERROR_MAP_FAILED, "mapping of buffer object failed"),
+    E(CUDA_ERROR_UNMAP_FAILED, "unmapping of buffer object failed"),
+    E(CUDA_ERROR_ARRAY_IS_MAPPED, "array is mapped"),
+    E(CUDA_ERROR_ALREADY_MAPPED, "resource already mapped"),
+    E(CUDA_ERROR_NO_BINARY_FOR_GPU, "no kernel image is available for execution on the device"),
+    E(CUDA_ERROR_ALREADY_ACQUIRED, "resource already acquired"),
+    E(CUDA_ERROR_NOT_MAPPED, "resource not mapped"),
+    E(CUDA_ERROR_NOT_MAPPED_AS_ARRAY, "resource not mapped as array"),
+    E(CUDA_ERROR_NOT_MAPPED_AS_POINTER, "resource not mapped as pointer"),
+    E(CUDA_ERROR_ECC_UNCORRECTABLE, "uncorrectable ECC error encountered"),
+    E(CUDA_ERROR_UNSUPPORTED_LIMIT, "limit is not supported on this architecture"),
+    E(CUDA_ERROR_CONTEXT_ALREADY_IN_USE, "exclusive-thread device already in use by a different thread"),
+    E(CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, "peer access is not supported between these two devices"),
+    E(CUDA_ERROR_INVALID_PTX, "a PTX JIT compilation failed"),
+    E(CUDA_ERROR_INVALID_GRAPHICS_CONTEXT, "invalid OpenGL or DirectX context"),
+    E(CUDA_ERROR_NVLINK_UNCORRECTABLE, "uncorrectable NVLink error detected during the execution"),
+    E(CUDA_ERROR_JIT_COMPILER_NOT_FOUND, "PTX JIT compiler library not found"),
+    E(CUDA_ERROR_INVALID_SOURCE, "device kernel image is invalid"),
+    E(CUDA_ERROR_FILE_NOT_FOUND, "file not found"),
+    E(CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND, "shared object symbol not found"),
+    E(CUDA_ERROR_SHARED_OBJECT_INIT_FAILED, "shared object initialization failed"),
+    E(CUDA_ERROR_OPERATING_SYSTEM, "OS call failed or operation not supported on this OS"),
+    E(CUDA_ERROR_INVALID_HANDLE, "invalid resource handle"),
+    E(CUDA_ERROR_ILLEGAL_STATE, "the operation cannot be performed in the present state"),
+    E(CUDA_ERROR_NOT_FOUND, "named symbol not found"),
+    E(CUDA_ERROR_NOT_READY, "device not ready"),
+    E(CUDA_ERROR_ILLEGAL_ADDRESS, "an illegal memory access was encountered"),
+    E(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "too many resources requested for launch"),
+    E(CUDA_ERROR_LAUNCH_TIMEOUT, "the launch timed out and was terminated"),
+    E(CUDA_ERROR_LAUNCH_INCOMPATIBLE_TEXTURING, "launch uses incompatible texturing mode"),
+    E(CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, "peer access is already enabled"),
+    E(CUDA_ERROR_PEER_ACCESS_NOT_ENABLED, "peer access has not been enabled"),
+    E(CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE, "cannot set while device is active in this process"),
+    E(CUDA_ERROR_CONTEXT_IS_DESTROYED, "context is destroyed"),
+    E(CUDA_ERROR_ASSERT, "device-side assert triggered"),
+    E(CUDA_ERROR_TOO_MANY_PEERS, "peer mapping resources exhausted"),
+    E(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "part or all of the requested memory range is already mapped"),
+    E(CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "pointer does not correspond to a registered memory region"),
+    E(CUDA_ERROR_HARDWARE_STACK_ERROR, "hardware stack error"),
+    E(CUDA_ERROR_ILLEGAL_INSTRUCTION, "an illegal instruction was encountered"),
+    E(CUDA_ERROR_MISALIGNED_ADDRESS, "misaligned address"),
+    E(CUDA_ERROR_INVALID_ADDRESS_SPACE, "operation not supported on global/shared address space"),
+    E(CUDA_ERROR_INVALID_PC, "invalid program counter"),
+    E(CUDA_ERROR_LAUNCH_FAILED, "unspecified launch failure"),
+    E(CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE, "too many blocks in cooperative launch"),
+    E(CUDA_ERROR_NOT_PERMITTED, "operation not permitted"),
+    E(CUDA_ERROR_NOT_SUPPORTED, "operation not supported"),
+    E(CUDA_ERROR_SYSTEM_NOT_READY, "system not yet initialized"),
+    E(CUDA_ERROR_SYSTEM_DRIVER_MISMATCH, "system has unsupported display driver / cuda driver combination"),
+    E(CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE, "forward compatibility was attempted on non supported HW"),
+    E(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "operation not permitted when stream is capturing"),
+    E(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, "operation failed due to a previous error during capture"),
+    E(CUDA_ERROR_STREAM_CAPTURE_MERGE, "operation would result in a merge of separate capture sequences"),
+    E(CUDA_ERROR_STREAM_CAPTURE_UNMATCHED, "capture was not ended in the same stream as it began"),
+    E(CUDA_ERROR_STREAM_CAPTURE_UNJOINED, "capturing stream has unjoined work"),
+    E(CUDA_ERROR_STREAM_CAPTURE_ISOLATION, "dependency created on uncaptured work in another stream"),
+    E(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, "operation would make the legacy stream depend on a capturing blocking stream"),
+    E(CUDA_ERROR_CAPTURED_EVENT, "operation not permitted on an event last recorded in a capturing stream"),
+    E(CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD, "attempt to terminate a thread-local capture sequence from another thread"),
+    E(CUDA_ERROR_TIMEOUT, "wait operation timed out"),
+    E(CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE, "the graph update was not performed because it included changes which violated constraints specific to instantiated graph update"),
+    E(CUDA_ERROR_UNKNOWN, "unknown error"),
+#undef E
+};
+
+CUresult CUDAAPI cuGetErrorName(CUresult error, const char **pStr)
+{
+    BEGIN("cuGetErrorName");
+    if (!pStr)
+        END(CUDA_ERROR_INVALID_VALUE);
+    for (size_t i = 0; i < sizeof errnames / sizeof errnames[0]; i++)
+        if (errnames[i].code == (int)error) {
+            *pStr = errnames[i].name;
+            END(CUDA_SUCCESS);
+        }
+    *pStr = NULL;
+    END(CUDA_ERROR_INVALID_VALUE);
+}
+
+CUresult CUDAAPI cuGetErrorString(CUresult error, const char **pStr)
+{
+    BEGIN("cuGetErrorString");
+    if (!pStr)
+        END(CUDA_ERROR_INVALID_VALUE);
+    for (size_t i = 0; i < sizeof errnames / sizeof errnames[0]; i++)
+        if (errnames[i].code == (int)error) {
+            *pStr = errnames[i].str;
+            END(CUDA_SUCCESS);
+        }
+    *pStr = NULL;
+    END(CUDA_ERROR_INVALID_VALUE);
+}
+
+/* ------------------------------------------------------------------ entry points */
+
+static CUresult proc_address(struct call *c, const char *symbol, void **pfn, int ver, cuuint64_t flags,
+                             CUdriverProcAddressQueryResult *status)
+{
+    sim_kv(c, "symbol=%s version=%d flags=%llu", symbol ? symbol : "(null)", ver, (unsigned long long)flags);
+    if (!pfn)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pfn = NULL;
+    if (!symbol || flags > 3 || ver > sim_cfg.driver_version)
+        return CUDA_ERROR_INVALID_VALUE;
+    int st = sim_proc_lookup(symbol, ver, (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0, pfn);
+    if (status)
+        *status = st == 0 ? CU_GET_PROC_ADDRESS_SUCCESS
+                : st == 1 ? CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND
+                          : CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
+    sim_kv(c, "status=%d", st);
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
+{ BEGIN("cuGetProcAddress"); END(proc_address(&C_, symbol, pfn, cudaVersion, flags, NULL)); }
+CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+                                     CUdriverProcAddressQueryResult *symbolStatus)
+{ BEGIN("cuGetProcAddress_v2"); END(proc_address(&C_, symbol, pfn, cudaVersion, flags, symbolStatus)); }
+CUresult CUDAAPI cuGetProcAddress_v2_ptsz(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+                                          CUdriverProcAddressQueryResult *symbolStatus)
+{ BEGIN("cuGetProcAddress_v2_ptsz"); END(proc_address(&C_, symbol, pfn, cudaVersion, flags, symbolStatus)); }
+
+CUresult CUDAAPI cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTableId)
+{
+    (void)pExportTableId;
+    BEGIN("cuGetExportTable");
+    if (ppExportTable)
+        *ppExportTable = NULL;
+    END(CUDA_ERROR_NOT_SUPPORTED);
+}
+
+/* ------------------------------------------------------------------ contexts */
+
+static CUresult primary_retain(CUcontext *pctx, CUdevice dev)
+{
+    CUresult rc = check_dev(dev);
+    if (rc)
+        return rc;
+    if (!pctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_ctx *c = primaries[dev];
+    if (!c) {
+        c = primaries[dev] = ctx_new(dev, 0, 1);
+    } else if (!c->alive) {
+        c->alive = 1;
+        ctx_init_streams(c);
+        sim_handle_add(c, H_CTX);
+    }
+    c->refcount++;
+    *pctx = (CUcontext)c;
+    return CUDA_SUCCESS;
+}
+
+static CUresult primary_release(CUdevice dev)
+{
+    CUresult rc = check_dev(dev);
+    if (rc)
+        return rc;
+    struct sim_ctx *c = primaries[dev];
+    if (!c || !c->alive || c->refcount <= 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if ((rc = ctx_capture_check(c)))
+        return rc;
+    if (--c->refcount == 0) {
+        ctx_teardown(c);
+        sim_handle_del(c);
+    }
+    return CUDA_SUCCESS;
+}
+
+static CUresult primary_reset(CUdevice dev)
+{
+    CUresult rc = check_dev(dev);
+    if (rc)
+        return rc;
+    struct sim_ctx *c = primaries[dev];
+    if (c && c->alive) {
+        if ((rc = ctx_capture_check(c)))
+            return rc;
+        ctx_teardown(c);
+        sim_handle_del(c);
+        c->refcount = 0;
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+{ BEGIN("cuDevicePrimaryCtxRetain"); KV("dev=%d", dev); END(primary_retain(pctx, dev)); }
+CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{ BEGIN("cuDevicePrimaryCtxRelease_v2"); KV("dev=%d", dev); END(primary_release(dev)); }
+CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev)
+{ BEGIN("cuDevicePrimaryCtxRelease"); KV("dev=%d", dev); END(primary_release(dev)); }
+CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev)
+{ BEGIN("cuDevicePrimaryCtxReset_v2"); KV("dev=%d", dev); END(primary_reset(dev)); }
+CUresult CUDAAPI cuDevicePrimaryCtxReset(CUdevice dev)
+{ BEGIN("cuDevicePrimaryCtxReset"); KV("dev=%d", dev); END(primary_reset(dev)); }
+
+CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
+{
+    BEGIN("cuDevicePrimaryCtxGetState");
+    CUresult rc = check_dev(dev);
+    if (!rc && (!flags || !active))
+        rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc) {
+        struct sim_ctx *c = primaries[dev];
+        *flags = c ? c->flags : 0;
+        *active = c && c->alive && c->refcount > 0;
+    }
+    END(rc);
+}
+
+static CUresult primary_setflags(CUdevice dev, unsigned flags)
+{
+    CUresult rc = check_dev(dev);
+    if (rc)
+        return rc;
+    struct sim_ctx *c = primaries[dev];
+    if (!c)
+        c = primaries[dev] = ctx_new(dev, flags, 1), c->alive = 0, sim_handle_del(c);
+    c->flags = flags;
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
+{ BEGIN("cuDevicePrimaryCtxSetFlags_v2"); END(primary_setflags(dev, flags)); }
+CUresult CUDAAPI cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags)
+{ BEGIN("cuDevicePrimaryCtxSetFlags"); END(primary_setflags(dev, flags)); }
+
+static void push_ctx(struct sim_ctx *c)
+{
+    if (tls_n < (int)(sizeof tls_stack / sizeof tls_stack[0]))
+        tls_stack[tls_n++] = (CUcontext)c;
+}
+
+static CUresult ctx_create(CUcontext *pctx, unsigned flags, CUdevice dev)
+{
+    CUresult rc = check_dev(dev);
+    if (rc)
+        return rc;
+    if (!pctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_ctx *c = ctx_new(dev, flags, 0);
+    push_ctx(c);
+    *pctx = (CUcontext)c;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{ BEGIN("cuCtxCreate_v2"); END(ctx_create(pctx, flags, dev)); }
+CUresult CUDAAPI cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *params, int numParams, unsigned int flags,
+                                CUdevice dev)
+{ (void)params; (void)numParams; BEGIN("cuCtxCreate_v3"); END(ctx_create(pctx, flags, dev)); }
+CUresult CUDAAPI cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, unsigned int flags, CUdevice dev)
+{ (void)params; BEGIN("cuCtxCreate_v4"); END(ctx_create(pctx, flags, dev)); }
+
+static CUresult ctx_destroy(CUcontext ctx)
+{
+    if (!inited)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!sim_handle_ok(ctx, H_CTX))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    struct sim_ctx *c = (struct sim_ctx *)ctx;
+    if (c->primary)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    CUresult rc = ctx_capture_check(c);
+    if (rc)
+        return rc;
+    ctx_teardown(c);
+    sim_handle_del(c);
+    /* a destroyed context current to this thread is popped */
+    for (int i = tls_n - 1; i >= 0; i--)
+        if (tls_stack[i] == ctx) {
+            memmove(tls_stack + i, tls_stack + i + 1, (size_t)(tls_n - i - 1) * sizeof tls_stack[0]);
+            tls_n--;
+        }
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx) { BEGIN("cuCtxDestroy_v2"); END(ctx_destroy(ctx)); }
+CUresult CUDAAPI cuCtxDestroy(CUcontext ctx) { BEGIN("cuCtxDestroy"); END(ctx_destroy(ctx)); }
+
+CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx)
+{
+    BEGIN("cuCtxSetCurrent");
+    if (!inited)
+        END(CUDA_ERROR_NOT_INITIALIZED);
+    if (ctx && !sim_handle_ok(ctx, H_CTX))
+        END(CUDA_ERROR_INVALID_CONTEXT);
+    if (tls_n == 0) {
+        if (ctx)
+            tls_stack[tls_n++] = ctx;
+    } else if (ctx) {
+        tls_stack[tls_n - 1] = ctx;
+    } else {
+        tls_n--;
+    }
+    END(CUDA_SUCCESS);
+}
+
+CUresult CUDAAPI cuCtxGetCurrent(CUcontext *pctx)
+{
+    BEGIN("cuCtxGetCurrent");
+    if (!inited)
+        END(CUDA_ERROR_NOT_INITIALIZED);
+    if (!pctx)
+        END(CUDA_ERROR_INVALID_VALUE);
+    *pctx = tls_n ? tls_stack[tls_n - 1] : NULL;
+    END(CUDA_SUCCESS);
+}
+
+static CUresult ctx_push(CUcontext ctx)
+{
+    if (!inited)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!sim_handle_ok(ctx, H_CTX))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (tls_n >= (int)(sizeof tls_stack / sizeof tls_stack[0]))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    tls_stack[tls_n++] = ctx;
+    return CUDA_SUCCESS;
+}
+static CUresult ctx_pop(CUcontext *pctx)
+{
+    if (!inited)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (tls_n == 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    CUcontext c = tls_stack[--tls_n];
+    if (pctx)
+        *pctx = c;
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxPushCurrent_v2(CUcontext ctx) { BEGIN("cuCtxPushCurrent_v2"); END(ctx_push(ctx)); }
+CUresult CUDAAPI cuCtxPushCurrent(CUcontext ctx) { BEGIN("cuCtxPushCurrent"); END(ctx_push(ctx)); }
+CUresult CUDAAPI cuCtxPopCurrent_v2(CUcontext *pctx) { BEGIN("cuCtxPopCurrent_v2"); END(ctx_pop(pctx)); }
+CUresult CUDAAPI cuCtxPopCurrent(CUcontext *pctx) { BEGIN("cuCtxPopCurrent"); END(ctx_pop(pctx)); }
+
+CUresult CUDAAPI cuCtxGetDevice(CUdevice *dev)
+{
+    BEGIN("cuCtxGetDevice");
+    struct sim_ctx *c;
+    CUresult rc = need_ctx(&c);
+    if (!rc && !dev)
+        rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc)
+        *dev = c->dev;
+    END(rc);
+}
+
+CUresult CUDAAPI cuCtxGetDevice_v2(CUdevice *dev, CUcontext ctx)
+{
+    BEGIN("cuCtxGetDevice_v2");
+    struct sim_ctx *c = NULL;
+    CUresult rc = CUDA_SUCCESS;
+    if (ctx) {
+        if (!inited)
+            rc = CUDA_ERROR_NOT_INITIALIZED;
+        else if (!sim_handle_ok(ctx, H_CTX))
+            rc = CUDA_ERROR_INVALID_CONTEXT;
+        else
+            c = (struct sim_ctx *)ctx;
+    } else {
+        rc = need_ctx(&c);
+    }
+    if (!rc && !dev)
+        rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc)
+        *dev = c->dev;
+    END(rc);
+}
+
+CUresult CUDAAPI cuCtxGetFlags(unsigned int *flags)
+{
+    BEGIN("cuCtxGetFlags");
+    struct sim_ctx *c;
+    CUresult rc = need_ctx(&c);
+    if (!rc && !flags)
+        rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc)
+        *flags = c->flags;
+    END(rc);
+}
+
+CUresult CUDAAPI cuCtxGetId(CUcontext ctx, unsigned long long *id)
+{
+    BEGIN("cuCtxGetId");
+    struct sim_ctx *c = NULL;
+    CUresult rc = CUDA_SUCCESS;
+    if (ctx) {
+        if (!sim_handle_ok(ctx, H_CTX))
+            rc = CUDA_ERROR_INVALID_CONTEXT;
+        else
+            c = (struct sim_ctx *)ctx;
+    } else {
+        rc = need_ctx(&c);
+    }
+    if (!rc && !id)
+        rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc)
+        *id = c->id;
+    END(rc);
+}
+
+CUresult CUDAAPI cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
+{
+    BEGIN("cuCtxGetApiVersion");
+    (void)ctx;
+    if (!version)
+        END(CUDA_ERROR_INVALID_VALUE);
+    *version = 3020;
+    END(CUDA_SUCCESS);
+}
+
+CUresult CUDAAPI cuCtxGetStreamPriorityRange(int *least, int *greatest)
+{
+    BEGIN("cuCtxGetStreamPriorityRange");
+    struct sim_ctx *c;
+    CUresult rc = need_ctx(&c);
+    if (!rc) {
+        if (least)
+            *least = 0;
+        if (greatest)
+            *greatest = -5;
+    }
+    END(rc);
+}
+
+static CUresult ctx_sync(struct sim_ctx *c)
+{
+    CUresult rc = ctx_capture_check(c);
+    if (rc)
+        return rc;
+    sim_run_ctx(c);
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxSynchronize(void)
+{
+    BEGIN("cuCtxSynchronize");
+    struct sim_ctx *c;
+    CUresult rc = need_ctx(&c);
+    if (!rc)
+        rc = ctx_sync(c);
+    END(rc);
+}
+
+CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext ctx)
+{
+    BEGIN("cuCtxSynchronize_v2");
+    struct sim_ctx *c = NULL;
+    CUresult rc = CUDA_SUCCESS;
+    if (ctx) {
+        if (!inited)
+            rc = CUDA_ERROR_NOT_INITIALIZED;
+        else if (!sim_handle_ok(ctx, H_CTX))
+            rc = CUDA_ERROR_INVALID_CONTEXT;
+        else
+            c = (struct sim_ctx *)ctx;
+    } else {
+        rc = need_ctx(&c);
+    }
+    if (!rc)
+        rc = ctx_sync(c);
+    END(rc);
+}
+
+/* ------------------------------------------------------------------ memory */
+
+static CUresult alloc_mem(void **out, size_t n, int kind, unsigned flags, struct sim_ctx *c)
+{
+    size_t align = kind == MEM_DEVICE ? 512 : 4096;
+    size_t rn = (n + align - 1) / align * align;
+    void *p;
+    if (n == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    p = aligned_alloc(align, rn);
+    if (!p)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    memset(p, 0, rn);
+    struct sim_alloc *a = sim_mem_add(p, n, kind, c, flags);
+    if (!a) {
+        free(p);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *out = p;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t n)
+{
+    BEGIN("cuMemAlloc_v2");
+    struct sim_ctx *c;
+    void *p = NULL;
+    CUresult rc = need_ctx(&c);
+    if (!rc && !dptr)
+        rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc)
+        rc = alloc_mem(&p, n, MEM_DEVICE, 0, c);
+    if (!rc)
+        *dptr = (CUdeviceptr)(uintptr_t)p;
+    KV("ptr=%p n=%zu", p, n);
+    END(rc);
+}
+
+CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t n, unsigned int flags)
+{
+    BEGIN("cuMemAllocManaged");
+    struct sim_ctx *c;
+    void *p = NULL;
+    CUresult rc = need_ctx(&c);
+    if (!rc && !dptr)
+        rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc)
+        rc = alloc_mem(&p, n, MEM_MANAGED, flags, c);
+    if (!rc)
+        *dptr = (CUdeviceptr)(uintptr_t)p;
+    KV("ptr=%p n=%zu", p, n);
+    END(rc);
+}
+
+CUresult CUDAAPI cuMemAllocHost_v2(void **pp, size_t n)
+{
+    BEGIN("cuMemAllocHost_v2");
+    struct sim_ctx *c;
+    void *p = NULL;
+    CUresult rc = need_ctx(&c);
+    if (!rc && !pp)
+        rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc)
+        rc = alloc_mem(&p, n, MEM_PINNED, 0, c);
+    if (!rc)
+        *pp = p;
+    KV("ptr=%p n=%zu", p, n);
+    END(rc);
+}
+
+CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t n, unsigned int flags)
+{
+    BEGIN("cuMemHostAlloc");
+    struct sim_ctx *c;
+    void *p = NULL;
+    CUresult rc = need_ctx(&c);
+    if (!rc && !pp)
+        rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc && (flags & ~7u))
+        rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc)
+        rc = alloc_mem(&p, n, MEM_PINNED, flags, c);
+    if (!rc)
+        *pp = p;
+    KV("ptr=%p n=%zu", p, n);
+    END(rc);
+}
+
+/* free: implicit synchronization of the device, then the memory is gone */
+static CUresult free_mem(void *p, int kind, struct call *c)
+{
+    struct sim_ctx *cx;
+    CUresult rc = need_ctx(&cx);
+    sim_kv(c, "ptr=%p", p);
+    if (rc)
+        return rc;
+    if (!p)
+        return CUDA_SUCCESS;
+    struct sim_alloc *a = sim_mem_find(p);
+    if (!a || a->base != p || (kind == MEM_PINNED ? a->kind != MEM_PINNED
+                                                  : (a->kind != MEM_DEVICE && a->kind != MEM_MANAGED)))
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = ctx_capture_check(NULL)))
+        return rc;
+    sim_run_dev(a->ctx ? a->ctx->dev : cx->dev);
+    a = sim_mem_find(p); /* work that just ran may have freed it (cuMemFreeAsync) */
+    if (!a || a->base != p)
+        return CUDA_ERROR_INVALID_VALUE;
+    sim_mem_remove(a, 1);
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemFree_v2(CUdeviceptr p)
+{ BEGIN("cuMemFree_v2"); END(free_mem(P(p), MEM_DEVICE, &C_)); }
+CUresult CUDAAPI cuMemFreeHost(void *p)
+{ BEGIN("cuMemFreeHost"); END(free_mem(p, MEM_PINNED, &C_)); }
+
+CUresult CUDAAPI cuMemHostRegister_v2(void *p, size_t n, unsigned int flags)
+{
+    BEGIN("cuMemHostRegister_v2");
+    struct sim_ctx *c;
+    CUresult rc = need_ctx(&c);
+    KV("ptr=%p n=%zu", p, n);
+    if (!rc && (!p || n == 0))
+        rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc) {
+        struct sim_alloc *a = sim_mem_find((char *)p + n - 1);
+        if (sim_mem_find(p) || (a && (uintptr_t)a->base + a->size > (uintptr_t)p))
+            rc = CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+    }
+    if (!rc && !sim_mem_add(p, n, MEM_REGISTERED, c, flags))
+        rc = CUDA_ERROR_OUT_OF_MEMORY;
+    END(rc);
+}
+
+CUresult CUDAAPI cuMemHostUnregister(void *p)
+{
+    BEGIN("cuMemHostUnregister");
+    struct sim_ctx *c;
+    CUresult rc = need_ctx(&c);
+    KV("ptr=%p", p);
+    if (!rc) {
+        struct sim_alloc *a = sim_mem_find(p);
+        if (!a || a->base != p || a->kind != MEM_REGISTERED)
+            rc = CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+        else if (!(rc = ctx_capture_check(NULL))) {
+            sim_run_dev(a->ctx ? a->ctx->dev : c->dev);
+            sim_mem_remove(a, 0);
+        }
+    }
+    END(rc);
+}
+
+CUresult CUDAAPI cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int flags)
+{
+    BEGIN("cuMemHostGetDevicePointer_v2");
+    struct sim_ctx *c;
+    CUresult rc = need_ctx(&c);
+    if (!rc && (!pdptr || flags))
+        rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc) {
+        struct sim_alloc *a = sim_mem_find(p);
+        if (!a || (a->kind != MEM_PINNED && a->kind != MEM_REGISTERED))
+            rc = CUDA_ERROR_INVALID_VALUE;
+        else
+            *pdptr = (CUdeviceptr)(uintptr_t)p;
+    }
+    END(rc);
+}
+
+CUresult CUDAAPI cuMemHostGetFlags(unsigned int *pFlags, void *p)
+{
+    BEGIN("cuMemHostGetFlags");
+    struct sim_ctx *c;
+    CUresult rc = need_ctx(&c);
+    if (!rc) {
+        struct sim_alloc *a = sim_mem_find(p);
+        if (!a || !pFlags || (a->kind != MEM_PINNED && a->kind != MEM_REGISTERED))
+            rc = CUDA_ERROR_INVALID_VALUE;
+        else
+            *pFlags = a->flags;
+    }
+    END(rc);
+}
+
+CUresult CUDAAPI cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
+{
+    BEGIN("cuMemGetAddressRange_v2");
+    struct sim_ctx *c;
+    CUresult rc = need_ctx(&c);
+    if (!rc) {
+        struct sim_alloc *a = sim_mem_find(P(dptr));
+        if (!a)
+            rc = CUDA_ERROR_NOT_FOUND;
+        else {
+            if (pbase)
+                *pbase = (CUdeviceptr)(uintptr_t)a->base;
+            if (psize)
+                *psize = a->size;
+        }
+    }
+    END(rc);
+}
+
+static CUresult alloc_async(struct call *c, CUdeviceptr *dptr, size_t n, CUstream h, int ptsz)
+{
+    struct sim_stream *s;
+    CUresult rc;
+    int capturing;
+    void *p = NULL;
+    if ((rc = resolve_stream(h, ptsz, &s)))
+        return rc;
+    if (!dptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = stream_use(s, &capturing)))
+        return rc;
+    if (capturing) {
+        s->cap->status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+    if ((rc = alloc_mem(&p, n, MEM_DEVICE, 0, s->ctx)))
+        return rc;
+    sim_mem_find(p)->async = 1;
+    *dptr = (CUdeviceptr)(uintptr_t)p;
+    sim_kv(c, "ptr=%p n=%zu", p, n);
+    return CUDA_SUCCESS;
+}
+
+static CUresult free_async(struct call *c, CUdeviceptr d, CUstream h, int ptsz)
+{
+    struct sim_stream *s;
+    CUresult rc;
+    int capturing;
+    void *p = P(d);
+    sim_kv(c, "ptr=%p", p);
+    if ((rc = resolve_stream(h, ptsz, &s)))
+        return rc;
+    struct sim_alloc *a = sim_mem_find(p);
+    if (!a || a->base != p || a->kind != MEM_DEVICE)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = stream_use(s, &capturing)))
+        return rc;
+    if (capturing) {
+        s->cap->status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+    struct node *nd = sim_node_new(N_FREE);
+    nd->fptr = p;
+    sim_enqueue(s, nd);
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t n, CUstream h)
+{ BEGIN_S("cuMemAllocAsync", h); END(alloc_async(&C_, dptr, n, h, 0)); }
+CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t n, CUstream h)
+{ BEGIN_S("cuMemAllocAsync_ptsz", h); END(alloc_async(&C_, dptr, n, h, 1)); }
+CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr d, CUstream h)
+{ BEGIN_S("cuMemFreeAsync", h); END(free_async(&C_, d, h, 0)); }
+CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr d, CUstream h)
+{ BEGIN_S("cuMemFreeAsync_ptsz", h); END(free_async(&C_, d, h, 1)); }
+
+/* pointer attributes.  Booleans are written as unsigned int. */
+static size_t attr_size(CUpointer_attribute a)
+{
+    switch (a) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT: return sizeof(CUcontext);
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: return sizeof(unsigned int);
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: return sizeof(CUdeviceptr);
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER: return sizeof(void *);
+    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS: return sizeof(unsigned int);
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID: return sizeof(unsigned long long);
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED: return sizeof(unsigned int);
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: return sizeof(int);
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: return sizeof(unsigned int);
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: return sizeof(CUdeviceptr);
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE: return sizeof(size_t);
+    case CU_POINTER_ATTRIBUTE_MAPPED: return sizeof(unsigned int);
+    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES: return sizeof(unsigned long long);
+    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE: return sizeof(unsigned int);
+    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS: return sizeof(unsigned int);
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: return sizeof(void *);
+    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE: return sizeof(size_t);
+    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR: return sizeof(void *);
+    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID: return sizeof(unsigned long long);
+    default: return 0;
+    }
+}
+
+/* 0 ok, else error; strict: HOST_POINTER of device memory is an error */
+static CUresult attr_value(struct sim_alloc *a, CUpointer_attribute at, void *data, CUdeviceptr ptr, int strict)
+{
+    union { CUcontext c; unsigned u; CUdeviceptr d; void *p; unsigned long long ull; int i; size_t z; } v;
+    int devkind = a->kind == MEM_DEVICE || a->kind == MEM_MANAGED;
+    size_t sz = attr_size(at);
+    memset(&v, 0, sizeof v);
+    if (!sz)
+        return CUDA_ERROR_INVALID_VALUE;
+    switch (at) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT: v.c = (CUcontext)a->ctx; break;
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: v.u = devkind ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST; break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: v.d = ptr; break;
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+        if (a->kind == MEM_DEVICE) {
+            if (strict)
+                return CUDA_ERROR_INVALID_VALUE;
+        } else {
+            v.p = P(ptr);
+        }
+        break;
+    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS: v.u = 0; break;
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID: v.ull = a->buffer_id; break;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED: v.u = a->kind == MEM_MANAGED; break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: v.i = a->ctx ? a->ctx->dev : 0; break;
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: v.u = a->kind == MEM_DEVICE && !a->async; break;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: v.d = (CUdeviceptr)(uintptr_t)a->base; break;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE: v.z = a->size; break;
+    case CU_POINTER_ATTRIBUTE_MAPPED: v.u = 1; break;
+    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS: v.u = CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE; break;
+    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE: v.z = a->size; break;
+    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR: v.p = a->base; break;
+    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID: v.ull = a->buffer_id; break;
+    default: break;
+    }
+    memcpy(data, &v, sz);
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
+{
+    BEGIN("cuPointerGetAttribute");
+    KV("ptr=%p attr=%d", P(ptr), (int)attribute);
+    if (!inited)
+        END(CUDA_ERROR_NOT_INITIALIZED);
+    if (!data)
+        END(CUDA_ERROR_INVALID_VALUE);
+    struct sim_alloc *a = sim_mem_find(P(ptr));
+    if (!a)
+        END(CUDA_ERROR_INVALID_VALUE);
+    END(attr_value(a, attribute, data, ptr, 1));
+}
+
+CUresult CUDAAPI cuPointerGetAttributes(unsigned int num, CUpointer_attribute *attributes, void **data, CUdeviceptr ptr)
+{
+    BEGIN("cuPointerGetAttributes");
+    KV("ptr=%p num=%u", P(ptr), num);
+    if (!inited)
+        END(CUDA_ERROR_NOT_INITIALIZED);
+    if (!attributes || !data || num == 0)
+        END(CUDA_ERROR_INVALID_VALUE);
+    struct sim_alloc *a = sim_mem_find(P(ptr));
+    for (unsigned i = 0; i < num; i++) {
+        size_t sz = attr_size(attributes[i]);
+        if (!sz)
+            END(CUDA_ERROR_INVALID_VALUE);
+        if (!data[i])
+            continue;
+        if (!a) {
+            memset(data[i], 0, sz);
+            continue;
+        }
+        CUresult rc = attr_value(a, attributes[i], data[i], ptr, 0);
+        if (rc)
+            END(rc);
+    }
+    KV("type=%d", a ? (a->kind == MEM_DEVICE || a->kind == MEM_MANAGED ? 2 : 1) : 0);
+    END(CUDA_SUCCESS);
+}
+
+/* ------------------------------------------------------------------ streams */
+
+static CUresult stream_create(CUstream *ph, unsigned flags, int prio)
+{
+    struct sim_ctx *c;
+    CUresult rc = need_ctx(&c);
+    if (rc)
+        return rc;
+    if (!ph || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (prio > 0)
+        prio = 0;
+    if (prio < -5)
+        prio = -5;
+    *ph = (CUstream)stream_new(c, ST_USER, flags, prio);
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamCreate(CUstream *ph, unsigned int flags)
+{
+    BEGIN("cuStreamCreate");
+    CUresult rc = stream_create(ph, flags, 0);
+    if (!rc)
+        KV("new=%p flags=%u", (void *)*ph, flags);
+    END(rc);
+}
+
+CUresult CUDAAPI cuStreamCreateWithPriority(CUstream *ph, unsigned int flags, int priority)
+{
+    BEGIN("cuStreamCreateWithPriority");
+    CUresult rc = stream_create(ph, flags, priority);
+    if (!rc)
+        KV("new=%p flags=%u", (void *)*ph, flags);
+    END(rc);
+}
+
+static CUresult stream_destroy(CUstream h)
+{
+    if (!inited)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!sim_handle_ok(h, H_STREAM))
+        return CUDA_ERROR_INVALID_HANDLE;
+    struct sim_stream *s = (struct sim_stream *)h;
+    sim_handle_del(s);
+    s->alive = 0; /* its pending work still runs (at the next synchronization) */
+    s->cap = NULL;
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuStreamDestroy_v2(CUstream h) { BEGIN_S("cuStreamDestroy_v2", h); END(stream_destroy(h)); }
+CUresult CUDAAPI cuStreamDestroy(CUstream h) { BEGIN_S("cuStreamDestroy", h); END(stream_destroy(h)); }
+
+#define STREAM_GETTER(fn, ptsz, T, out, expr)                                  \
+    CUresult CUDAAPI fn(CUstream h, T *out)                                    \
+    {                                                                          \
+        BEGIN_S(#fn, h);                                                       \
+        struct sim_stream *s;                                                  \
+        CUresult rc = resolve_stream(h, ptsz, &s);                             \
+        if (!rc && !out)                                                       \
+            rc = CUDA_ERROR_INVALID_VALUE;                                     \
+        if (!rc)                                                               \
+            *out = (expr);                                                     \
+        END(rc);                                                               \
+    }
+STREAM_GETTER(cuStreamGetFlags, 0, unsigned int, flags, s->flags)
+STREAM_GETTER(cuStreamGetFlags_ptsz, 1, unsigned int, flags, s->flags)
+STREAM_GETTER(cuStreamGetPriority, 0, int, prio, s->prio)
+STREAM_GETTER(cuStreamGetPriority_ptsz, 1, int, prio, s->prio)
+STREAM_GETTER(cuStreamGetCtx, 0, CUcontext, pctx, (CUcontext)s->ctx)
+STREAM_GETTER(cuStreamGetCtx_ptsz, 1, CUcontext, pctx, (CUcontext)s->ctx)
+STREAM_GETTER(cuStreamGetDevice, 0, CUdevice, dev, s->ctx->dev)
+STREAM_GETTER(cuStreamGetDevice_ptsz, 1, CUdevice, dev, s->ctx->dev)
+STREAM_GETTER(cuStreamGetId, 0, unsigned long long, id, s->id)
+STREAM_GETTER(cuStreamGetId_ptsz, 1, unsigned long long, id, s->id)
+
+static CUresult stream_getctx2(CUstream h, int ptsz, CUcontext *pctx, CUgreenCtx *pg)
+{
+    struct sim_stream *s;
+    CUresult rc = resolve_stream(h, ptsz, &s);
+    if (rc)
+        return rc;
+    if (pctx)
+        *pctx = (CUcontext)s->ctx;
+    if (pg)
+        *pg = NULL;
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuStreamGetCtx_v2(CUstream h, CUcontext *pctx, CUgreenCtx *pg)
+{ BEGIN_S("cuStreamGetCtx_v2", h); END(stream_getctx2(h, 0, pctx, pg)); }
+CUresult CUDAAPI cuStreamGetCtx_v2_ptsz(CUstream h, CUcontext *pctx, CUgreenCtx *pg)
+{ BEGIN_S("cuStreamGetCtx_v2_ptsz", h); END(stream_getctx2(h, 1, pctx, pg)); }
+
+static CUresult stream_sync(CUstream h, int ptsz)
+{
+    struct sim_stream *s;
+    CUresult rc = resolve_stream(h, ptsz, &s);
+    if (rc)
+        return rc;
+    if (s->cap) {
+        s->cap->status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+    if (s->kind == ST_LEGACY && (rc = ctx_capture_check(s->ctx)))
+        return rc;
+    sim_run(s->last);
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuStreamSynchronize(CUstream h) { BEGIN_S("cuStreamSynchronize", h); END(stream_sync(h, 0)); }
+CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream h) { BEGIN_S("cuStreamSynchronize_ptsz", h); END(stream_sync(h, 1)); }
+CUresult CUDAAPI cuStreamQuery(CUstream h) { BEGIN_S("cuStreamQuery", h); END(stream_sync(h, 0)); }
+CUresult CUDAAPI cuStreamQuery_ptsz(CUstream h) { BEGIN_S("cuStreamQuery_ptsz", h); END(stream_sync(h, 1)); }
+
+static CUresult host_op(struct call *c, CUstream h, int ptsz, CUhostFn fn, CUstreamCallback cb, void *ud)
+{
+    struct sim_stream *s;
+    int capturing;
+    CUresult rc = resolve_stream(h, ptsz, &s);
+    if (rc)
+        return rc;
+    if (!fn && !cb)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = stream_use(s, &capturing)))
+        return rc;
+    if (capturing) {
+        if (cb) { /* callbacks cannot be captured */
+            s->cap->status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+            return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        }
+        struct gop g = { .kind = GOP_HOST, .fn = fn, .ud = ud };
+        graph_add(s->cap->graph, &g);
+        sim_kv(c, "captured=1");
+        return CUDA_SUCCESS;
+    }
+    struct node *nd = sim_node_new(fn ? N_HOST : N_CALLBACK);
+    nd->fn = fn;
+    nd->cb = cb;
+    nd->ud = ud;
+    nd->handle = h;
+    sim_enqueue(s, nd);
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuLaunchHostFunc(CUstream h, CUhostFn fn, void *ud)
+{ BEGIN_S("cuLaunchHostFunc", h); END(host_op(&C_, h, 0, fn, NULL, ud)); }
+CUresult CUDAAPI cuLaunchHostFunc_ptsz(CUstream h, CUhostFn fn, void *ud)
+{ BEGIN_S("cuLaunchHostFunc_ptsz", h); END(host_op(&C_, h, 1, fn, NULL, ud)); }
+CUresult CUDAAPI cuStreamAddCallback(CUstream h, CUstreamCallback cb, void *ud, unsigned int flags)
+{ BEGIN_S("cuStreamAddCallback", h); END(flags ? CUDA_ERROR_INVALID_VALUE : host_op(&C_, h, 0, NULL, cb, ud)); }
+CUresult CUDAAPI cuStreamAddCallback_ptsz(CUstream h, CUstreamCallback cb, void *ud, unsigned int flags)
+{ BEGIN_S("cuStreamAddCallback_ptsz", h); END(flags ? CUDA_ERROR_INVALID_VALUE : host_op(&C_, h, 1, NULL, cb, ud)); }
+
+/* kernels cannot run here */
+CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                                unsigned int by, unsigned int bz, unsigned int smem, CUstream h, void **params,
+                                void **extra)
+{
+    (void)f; (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)smem; (void)params; (void)extra;
+    BEGIN_S("cuLaunchKernel", h);
+    END(CUDA_ERROR_NOT_SUPPORTED);
+}
+CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                                     unsigned int by, unsigned int bz, unsigned int smem, CUstream h, void **params,
+                                     void **extra)
+{
+    (void)f; (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)smem; (void)params; (void)extra;
+    BEGIN_S("cuLaunchKernel_ptsz", h);
+    END(CUDA_ERROR_NOT_SUPPORTED);
+}
+CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **params, void **extra)
+{
+    (void)f; (void)params; (void)extra;
+    BEGIN_S("cuLaunchKernelEx", config ? config->hStream : NULL);
+    END(CUDA_ERROR_NOT_SUPPORTED);
+}
+CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **params, void **extra)
+{
+    (void)f; (void)params; (void)extra;
+    BEGIN_S("cuLaunchKernelEx_ptsz", config ? config->hStream : NULL);
+    END(CUDA_ERROR_NOT_SUPPORTED);
+}
+
+/* ------------------------------------------------------------------ events */
+
+CUresult CUDAAPI cuEventCreate(CUevent *ph, unsigned int flags)
+{
+    BEGIN("cuEventCreate");
+    struct sim_ctx *c;
+    CUresult rc = need_ctx(&c);
+    if (!rc && (!ph || (flags & ~0xfu)))
+        rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc) {
+        struct sim_event *e = calloc(1, sizeof *e);
+        if (!e)
+            abort();
+        e->flags = flags;
+        e->ctx = c;
+        sim_handle_add(e, H_EVENT);
+        *ph = (CUevent)e;
+        KV("event=%p", (void *)e);
+    }
+    END(rc);
+}
+
+static CUresult event_destroy(CUevent h)
+{
+    if (!inited)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!sim_handle_ok(h, H_EVENT))
+        return CUDA_ERROR_INVALID_HANDLE;
+    sim_handle_del(h);
+    free(h);
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuEventDestroy_v2(CUevent h) { BEGIN("cuEventDestroy_v2"); END(event_destroy(h)); }
+CUresult CUDAAPI cuEventDestroy(CUevent h) { BEGIN("cuEventDestroy"); END(event_destroy(h)); }
+
+static CUresult event_record(struct call *c, CUevent h, CUstream hs, int ptsz)
+{
+    struct sim_stream *s;
+    int capturing;
+    CUresult rc;
+    sim_kv(c, "event=%p", (void *)h);
+    if (!inited)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!sim_handle_ok(h, H_EVENT))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if ((rc = resolve_stream(hs, ptsz, &s)))
+        return rc;
+    if ((rc = stream_use(s, &capturing)))
+        return rc;
+    struct sim_event *e = (struct sim_event *)h;
+    if (capturing) {
+        struct gop g = { .kind = GOP_NOP };
+        graph_add(s->cap->graph, &g);
+        e->cap = s->cap;
+        e->node = 0;
+        return CUDA_SUCCESS;
+    }
+    e->cap = NULL;
+    e->node = sim_enqueue(s, sim_node_new(N_NOP));
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuEventRecord(CUevent h, CUstream s) { BEGIN_S("cuEventRecord", s); END(event_record(&C_, h, s, 0)); }
+CUresult CUDAAPI cuEventRecord_ptsz(CUevent h, CUstream s) { BEGIN_S("cuEventRecord_ptsz", s); END(event_record(&C_, h, s, 1)); }
+CUresult CUDAAPI cuEventRecordWithFlags(CUevent h, CUstream s, unsigned int flags)
+{ (void)flags; BEGIN_S("cuEventRecordWithFlags", s); END(event_record(&C_, h, s, 0)); }
+CUresult CUDAAPI cuEventRecordWithFlags_ptsz(CUevent h, CUstream s, unsigned int flags)
+{ (void)flags; BEGIN_S("cuEventRecordWithFlags_ptsz", s); END(event_record(&C_, h, s, 1)); }
+
+static CUresult event_sync(CUevent h)
+{
+    if (!inited)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!sim_handle_ok(h, H_EVENT))
+        return CUDA_ERROR_INVALID_HANDLE;
+    struct sim_event *e = (struct sim_event *)h;
+    if (e->cap && e->cap->status == CU_STREAM_CAPTURE_STATUS_ACTIVE)
+        return CUDA_ERROR_CAPTURED_EVENT;
+    sim_run(e->node);
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuEventSynchronize(CUevent h) { BEGIN("cuEventSynchronize"); KV("event=%p", (void *)h); END(event_sync(h)); }
+CUresult CUDAAPI cuEventQuery(CUevent h) { BEGIN("cuEventQuery"); KV("event=%p", (void *)h); END(event_sync(h)); }
+
+static CUresult elapsed(float *ms, CUevent a, CUevent b)
+{
+    if (!inited)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!ms)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!sim_handle_ok(a, H_EVENT) || !sim_handle_ok(b, H_EVENT))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if ((((struct sim_event *)a)->flags | ((struct sim_event *)b)->flags) & CU_EVENT_DISABLE_TIMING)
+        return CUDA_ERROR_INVALID_HANDLE;
+    sim_run(((struct sim_event *)a)->node);
+    sim_run(((struct sim_event *)b)->node);
+    *ms = 0.0f;
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuEventElapsedTime(float *ms, CUevent a, CUevent b)
+{ BEGIN("cuEventElapsedTime"); END(elapsed(ms, a, b)); }
+CUresult CUDAAPI cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b)
+{ BEGIN("cuEventElapsedTime_v2"); END(elapsed(ms, a, b)); }
+
+static CUresult wait_event(struct call *c, CUstream hs, CUevent h, unsigned flags, int ptsz)
+{
+    struct sim_stream *s;
+    int capturing;
+    CUresult rc;
+    sim_kv(c, "event=%p", (void *)h);
+    if ((rc = resolve_stream(hs, ptsz, &s)))
+        return rc;
+    if (!sim_handle_ok(h, H_EVENT))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (flags & ~1u)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_event *e = (struct sim_event *)h;
+    if (e->cap && e->cap->status == CU_STREAM_CAPTURE_STATUS_ACTIVE && !s->cap) {
+        if (s->kind == ST_LEGACY)
+            return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+        s->cap = e->cap; /* the waiting stream joins the capture */
+        sim_kv(c, "joined=1");
+        return CUDA_SUCCESS;
+    }
+    if ((rc = stream_use(s, &capturing)))
+        return rc;
+    if (capturing) /* ordering inside a graph is its op order (linear) */
+        return CUDA_SUCCESS;
+    struct node *nd = sim_node_new(N_NOP);
+    sim_node_add_dep(nd, e->node);
+    sim_enqueue(s, nd);
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags)
+{ BEGIN_S("cuStreamWaitEvent", s); END(wait_event(&C_, s, e, flags, 0)); }
+CUresult CUDAAPI cuStreamWaitEvent_ptsz(CUstream s, CUevent e, unsigned int flags)
+{ BEGIN_S("cuStreamWaitEvent_ptsz", s); END(wait_event(&C_, s, e, flags, 1)); }
+
+/* ------------------------------------------------------------------ capture and graphs */
+
+static CUresult begin_capture(CUstream h, int ptsz, CUstreamCaptureMode mode)
+{
+    struct sim_stream *s;
+    CUresult rc = resolve_stream(h, ptsz, &s);
+    if (rc)
+        return rc;
+    if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL && mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+        mode != CU_STREAM_CAPTURE_MODE_RELAXED)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (s->kind == ST_LEGACY)
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if (s->cap)
+        return CUDA_ERROR_ILLEGAL_STATE;
+    struct sim_capture *k = calloc(1, sizeof *k);
+    struct sim_graph *g = calloc(1, sizeof *g);
+    if (!k || !g)
+        abort();
+    k->id = sim_next_id();
+    k->status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    k->mode = mode;
+    k->thread = pthread_self();
+    k->origin = s;
+    k->graph = g;
+    s->cap = k;
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuStreamBeginCapture_v2(CUstream h, CUstreamCaptureMode mode)
+{ BEGIN_S("cuStreamBeginCapture_v2", h); KV("mode=%d", (int)mode); END(begin_capture(h, 0, mode)); }
+CUresult CUDAAPI cuStreamBeginCapture_v2_ptsz(CUstream h, CUstreamCaptureMode mode)
+{ BEGIN_S("cuStreamBeginCapture_v2_ptsz", h); KV("mode=%d", (int)mode); END(begin_capture(h, 1, mode)); }
+CUresult CUDAAPI cuStreamBeginCapture(CUstream h)
+{ BEGIN_S("cuStreamBeginCapture", h); END(begin_capture(h, 0, CU_STREAM_CAPTURE_MODE_GLOBAL)); }
+CUresult CUDAAPI cuStreamBeginCapture_ptsz(CUstream h)
+{ BEGIN_S("cuStreamBeginCapture_ptsz", h); END(begin_capture(h, 1, CU_STREAM_CAPTURE_MODE_GLOBAL)); }
+
+static CUresult end_capture(CUstream h, int ptsz, CUgraph *pg)
+{
+    struct sim_stream *s;
+    CUresult rc = resolve_stream(h, ptsz, &s);
+    if (rc)
+        return rc;
+    if (!pg)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!s->cap)
+        return CUDA_ERROR_ILLEGAL_STATE;
+    struct sim_capture *k = s->cap;
+    if (k->origin != s)
+        return CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;
+    if (k->mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL && !pthread_equal(k->thread, pthread_self()))
+        return CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
+    for (struct sim_stream *o = s->ctx->streams; o; o = o->next)
+        if (o->cap == k)
+            o->cap = NULL;
+    *pg = NULL;
+    if (k->status != CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+        free(k->graph->ops);
+        free(k->graph);
+        k->graph = NULL;
+        return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    }
+    sim_handle_add(k->graph, H_GRAPH);
+    *pg = (CUgraph)k->graph;
+    k->graph = NULL;
+    /* k stays allocated: events recorded during the capture still point at it */
+    k->status = CU_STREAM_CAPTURE_STATUS_NONE;
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuStreamEndCapture(CUstream h, CUgraph *pg) { BEGIN_S("cuStreamEndCapture", h); END(end_capture(h, 0, pg)); }
+CUresult CUDAAPI cuStreamEndCapture_ptsz(CUstream h, CUgraph *pg) { BEGIN_S("cuStreamEndCapture_ptsz", h); END(end_capture(h, 1, pg)); }
+
+static CUresult is_capturing(CUstream h, int ptsz, CUstreamCaptureStatus *st)
+{
+    struct sim_stream *s;
+    CUresult rc = resolve_stream(h, ptsz, &s);
+    if (rc)
+        return rc;
+    if (!st)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (s->kind == ST_LEGACY) {
+        for (struct sim_stream *o = s->ctx->streams; o; o = o->next)
+            if (o->cap && is_blocking(o) && o->cap->status == CU_STREAM_CAPTURE_STATUS_ACTIVE)
+                return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+    }
+    *st = s->cap ? (CUstreamCaptureStatus)s->cap->status : CU_STREAM_CAPTURE_STATUS_NONE;
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuStreamIsCapturing(CUstream h, CUstreamCaptureStatus *st)
+{ BEGIN_S("cuStreamIsCapturing", h); END(is_capturing(h, 0, st)); }
+CUresult CUDAAPI cuStreamIsCapturing_ptsz(CUstream h, CUstreamCaptureStatus *st)
+{ BEGIN_S("cuStreamIsCapturing_ptsz", h); END(is_capturing(h, 1, st)); }
+
+static CUresult capture_info(CUstream h, int ptsz, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *g,
+                             const CUgraphNode **deps, const CUgraphEdgeData **edges, size_t *ndeps)
+{
+    CUresult rc = is_capturing(h, ptsz, st);
+    if (rc)
+        return rc;
+    struct sim_stream *s;
+    resolve_stream(h, ptsz, &s);
+    if (s->cap) {
+        if (id)
+            *id = s->cap->id;
+        if (g)
+            *g = (CUgraph)s->cap->graph;
+    }
+    if (deps)
+        *deps = NULL;
+    if (edges)
+        *edges = NULL;
+    if (ndeps)
+        *ndeps = 0;
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuStreamGetCaptureInfo_v3(CUstream h, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *g,
+                                           const CUgraphNode **deps, const CUgraphEdgeData **edges, size_t *n)
+{ BEGIN_S("cuStreamGetCaptureInfo_v3", h); END(capture_info(h, 0, st, id, g, deps, edges, n)); }
+CUresult CUDAAPI cuStreamGetCaptureInfo_v3_ptsz(CUstream h, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *g,
+                                                const CUgraphNode **deps, const CUgraphEdgeData **edges, size_t *n)
+{ BEGIN_S("cuStreamGetCaptureInfo_v3_ptsz", h); END(capture_info(h, 1, st, id, g, deps, edges, n)); }
+CUresult CUDAAPI cuStreamGetCaptureInfo_v2(CUstream h, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *g,
+                                           const CUgraphNode **deps, size_t *n)
+{ BEGIN_S("cuStreamGetCaptureInfo_v2", h); END(capture_info(h, 0, st, id, g, deps, NULL, n)); }
+CUresult CUDAAPI cuStreamGetCaptureInfo_v2_ptsz(CUstream h, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *g,
+                                                const CUgraphNode **deps, size_t *n)
+{ BEGIN_S("cuStreamGetCaptureInfo_v2_ptsz", h); END(capture_info(h, 1, st, id, g, deps, NULL, n)); }
+CUresult CUDAAPI cuStreamGetCaptureInfo(CUstream h, CUstreamCaptureStatus *st, cuuint64_t *id)
+{ BEGIN_S("cuStreamGetCaptureInfo", h); END(capture_info(h, 0, st, id, NULL, NULL, NULL, NULL)); }
+CUresult CUDAAPI cuStreamGetCaptureInfo_ptsz(CUstream h, CUstreamCaptureStatus *st, cuuint64_t *id)
+{ BEGIN_S("cuStreamGetCaptureInfo_ptsz", h); END(capture_info(h, 1, st, id, NULL, NULL, NULL, NULL)); }
+
+CUresult CUDAAPI cuGraphCreate(CUgraph *pg, unsigned int flags)
+{
+    BEGIN("cuGraphCreate");
+    if (!pg || flags)
+        END(CUDA_ERROR_INVALID_VALUE);
+    struct sim_graph *g = calloc(1, sizeof *g);
+    if (!g)
+        abort();
+    sim_handle_add(g, H_GRAPH);
+    *pg = (CUgraph)g;
+    END(CUDA_SUCCESS);
+}
+
+CUresult CUDAAPI cuGraphDestroy(CUgraph h)
+{
+    BEGIN("cuGraphDestroy");
+    if (!sim_handle_ok(h, H_GRAPH))
+        END(CUDA_ERROR_INVALID_VALUE);
+    struct sim_graph *g = (struct sim_graph *)h;
+    sim_handle_del(g);
+    free(g->ops);
+    free(g);
+    END(CUDA_SUCCESS);
+}
+
+static CUresult instantiate(CUgraphExec *pe, CUgraph h)
+{
+    if (!pe || !sim_handle_ok(h, H_GRAPH))
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_graph *g = (struct sim_graph *)h, *x = calloc(1, sizeof *x);
+    if (!x)
+        abort();
+    if (g->nops) {
+        x->ops = malloc(g->nops * sizeof *x->ops);
+        if (!x->ops)
+            abort();
+        memcpy(x->ops, g->ops, g->nops * sizeof *x->ops);
+    }
+    x->nops = x->cap = g->nops;
+    sim_handle_add(x, H_GEXEC);
+    *pe = (CUgraphExec)x;
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec *pe, CUgraph g, unsigned long long flags)
+{ (void)flags; BEGIN("cuGraphInstantiateWithFlags"); END(instantiate(pe, g)); }
+CUresult CUDAAPI cuGraphInstantiate_v2(CUgraphExec *pe, CUgraph g, CUgraphNode *errNode, char *log, size_t logsz)
+{
+    BEGIN("cuGraphInstantiate_v2");
+    if (errNode)
+        *errNode = NULL;
+    if (log && logsz)
+        log[0] = 0;
+    END(instantiate(pe, g));
+}
+
+CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec h)
+{
+    BEGIN("cuGraphExecDestroy");
+    if (!sim_handle_ok(h, H_GEXEC))
+        END(CUDA_ERROR_INVALID_VALUE);
+    struct sim_graph *x = (struct sim_graph *)h;
+    sim_handle_del(x);
+    free(x->ops);
+    free(x);
+    END(CUDA_SUCCESS);
+}
+
+/* graph ops run as stream-ordered nodes on the launch stream, in capture order */
+static CUresult graph_launch(struct call *c, CUgraphExec h, CUstream hs, int ptsz)
+{
+    struct sim_stream *s;
+    int capturing;
+    CUresult rc;
+    if ((rc = resolve_stream(hs, ptsz, &s)))
+        return rc;
+    if (!sim_handle_ok(h, H_GEXEC))
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = stream_use(s, &capturing)))
+        return rc;
+    struct sim_graph *x = (struct sim_graph *)h;
+    sim_kv(c, "ops=%zu", x->nops);
+    for (size_t i = 0; i < x->nops; i++) {
+        const struct gop *g = &x->ops[i];
+        if (capturing) {
+            graph_add(s->cap->graph, g);
+            continue;
+        }
+        struct node *nd;
+        switch (g->kind) {
+        case GOP_COPY:
+            nd = sim_node_new(N_COPY);
+            nd->dst = g->dst;
+            nd->src = g->src;
+            nd->n = g->n;
+            { /* re-check buffers at execution only if they are live allocations now */
+                struct sim_alloc *a = sim_mem_find(g->dst);
+                nd->dst_id = a ? a->buffer_id : 0;
+                a = sim_mem_find(g->src);
+                nd->src_id = a ? a->buffer_id : 0;
+            }
+            break;
+        case GOP_MEMSET:
+            nd = sim_node_new(N_MEMSET);
+            nd->dst = g->dst;
+            nd->n = g->n;
+            nd->val = g->val;
+            nd->elsize = g->elsize;
+            {
+                struct sim_alloc *a = sim_mem_find(g->dst);
+                nd->dst_id = a ? a->buffer_id : 0;
+            }
+            break;
+        case GOP_HOST:
+            nd = sim_node_new(N_HOST);
+            nd->fn = g->fn;
+            nd->ud = g->ud;
+            break;
+        default:
+            nd = sim_node_new(N_NOP);
+            break;
+        }
+        sim_enqueue(s, nd);
+    }
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuGraphLaunch(CUgraphExec h, CUstream s) { BEGIN_S("cuGraphLaunch", s); END(graph_launch(&C_, h, s, 0)); }
+CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec h, CUstream s) { BEGIN_S("cuGraphLaunch_ptsz", s); END(graph_launch(&C_, h, s, 1)); }

@@ -1,0 +1,193 @@
+/* Simulated CUDA driver (libcuda.so.1) for cubatch's test suite: internal declarations.
+ * See tests/sim/README.md.  Everything here is hidden (the library exports only
+ * names matching ^(cu|cusim_), see local.mk). */
+#ifndef CUSIM_SIM_H
+#define CUSIM_SIM_H
+
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uthash.h>
+
+/* ---- configuration (environment, read at first use and by cusim_reset_counts) ---- */
+enum { ORDER_REVERSE, ORDER_FORWARD, ORDER_SHUFFLE };
+struct fail_rule { char name[96]; unsigned long nth; int code; };
+struct sim_config {
+    int driver_version;
+    int devices;
+    int batch_order;
+    unsigned long long seed;
+    char missing[64][96];
+    int nmissing;
+    struct fail_rule fail[64];
+    int nfail;
+    int logfd;
+};
+extern struct sim_config sim_cfg;
+
+/* ---- the driver-wide lock ---- */
+extern pthread_mutex_t sim_mu;
+extern pthread_cond_t sim_cv;
+
+/* ---- one exported call in flight: counted, fault-injected, logged ---- */
+struct call {
+    const char *name;
+    CUstream stream;
+    int has_stream;
+    CUresult rc;
+    size_t kvlen;
+    char kv[400];
+};
+/* Lock, count, apply CUSIM_FAIL.  Returns 1 (lock released, call logged) if the call
+ * must return c->rc right away. */
+int sim_begin(struct call *c, const char *name, int has_stream, CUstream stream);
+/* Log, unlock, return rc. */
+CUresult sim_end(struct call *c, CUresult rc);
+void sim_kv(struct call *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sim_logline(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void sim_error_uaf(const char *what, const void *p, size_t n);
+int sim_stub(const char *name);
+int sim_is_missing(const char *base);
+
+/* cuGetProcAddress table lookup (procs.c): 0 found, 1 not found, 2 version too old. */
+int sim_proc_lookup(const char *sym, int version, int per_thread, void **pfn);
+
+/* ---- contexts, streams, events ---- */
+enum { ST_LEGACY, ST_PTDS, ST_USER };
+struct sim_capture;
+struct sim_ctx;
+
+struct sim_stream {
+    int kind;
+    unsigned flags;
+    int prio;
+    int alive;
+    unsigned long long id;
+    struct sim_ctx *ctx;
+    uint64_t last;                 /* id of the last node enqueued (0: none) */
+    struct sim_capture *cap;       /* capture this stream belongs to, or NULL */
+    struct sim_stream *next;       /* in ctx->streams */
+};
+
+struct sim_ctx {
+    int dev;
+    unsigned flags;
+    int alive;
+    int primary;
+    int refcount;                  /* primary: retain count */
+    unsigned long long id;
+    struct sim_stream *legacy;
+    struct sim_stream *streams;    /* every stream ever created in it (legacy, ptds, user) */
+    struct sim_ctx *next;
+};
+
+struct sim_event {
+    unsigned flags;
+    uint64_t node;                 /* node that completes it, 0 = complete / never recorded */
+    struct sim_capture *cap;       /* recorded during this capture */
+    struct sim_ctx *ctx;
+};
+
+/* graphs: a linear list of captured operations */
+enum { GOP_COPY, GOP_MEMSET, GOP_HOST, GOP_NOP };
+struct gop {
+    int kind;
+    void *dst;
+    const void *src;
+    size_t n;
+    unsigned val;
+    int elsize;
+    CUhostFn fn;
+    void *ud;
+};
+struct sim_graph { struct gop *ops; size_t nops, cap; };
+struct sim_capture {
+    unsigned long long id;
+    int status;                    /* CU_STREAM_CAPTURE_STATUS_ACTIVE / _INVALIDATED */
+    int mode;
+    pthread_t thread;
+    struct sim_stream *origin;
+    struct sim_graph *graph;
+};
+
+/* handle registry: which pointers are live handles of which type */
+enum { H_CTX = 1, H_STREAM, H_EVENT, H_GRAPH, H_GEXEC };
+void sim_handle_add(void *p, int type);
+void sim_handle_del(void *p);
+int sim_handle_ok(const void *p, int type);
+
+/* ---- memory registry ---- */
+enum { MEM_DEVICE = 1, MEM_PINNED, MEM_REGISTERED, MEM_MANAGED };
+struct sim_alloc {
+    char *base;
+    size_t size;
+    int kind;
+    int async;                     /* from cuMemAllocAsync */
+    unsigned flags;
+    struct sim_ctx *ctx;
+    unsigned long long buffer_id;
+};
+struct sim_alloc *sim_mem_find(const void *p);               /* live allocation holding p */
+int sim_mem_in_quarantine(const void *p, size_t n);          /* p..p+n touches freed memory */
+struct sim_alloc *sim_mem_add(void *base, size_t size, int kind, struct sim_ctx *ctx, unsigned flags);
+void sim_mem_remove(struct sim_alloc *a, int quarantine);     /* drop from registry (and free memory) */
+int sim_mem_live_id(const void *p, size_t n, unsigned long long id); /* range still in buffer id */
+
+/* ---- work nodes ---- */
+enum { N_NOP, N_COPY, N_MEMSET, N_HOST, N_CALLBACK, N_BATCH, N_FREE };
+struct bentry {
+    char *dst;
+    const char *src;
+    size_t n;
+    char *staged;
+    unsigned long long dst_id, src_id;   /* buffer ids to re-check at execution (0: none) */
+};
+struct node {
+    uint64_t id;
+    UT_hash_handle hh;
+    int kind;
+    int running;
+    struct sim_ctx *ctx;
+    CUstream handle;               /* for stream callbacks */
+    uint64_t *deps;
+    size_t ndeps, dpos;
+    /* copy / memset */
+    char *dst;
+    const char *src;
+    size_t n;
+    char *staged;
+    unsigned long long dst_id, src_id;
+    unsigned val;
+    int elsize;
+    /* host function / callback */
+    CUhostFn fn;
+    CUstreamCallback cb;
+    void *ud;
+    /* batch */
+    struct bentry *ents;
+    size_t nents;
+    int order;
+    /* free */
+    void *fptr;
+};
+struct node *sim_node_new(int kind);
+/* Give the node its stream-order dependencies, register it, make it s->last. */
+uint64_t sim_enqueue(struct sim_stream *s, struct node *n);
+void sim_node_add_dep(struct node *n, uint64_t dep);
+void sim_run(uint64_t id);                 /* run node id and everything it depends on */
+void sim_run_ctx(struct sim_ctx *ctx);     /* run every pending node of ctx (NULL: all) */
+void sim_run_dev(int dev);
+int sim_node_pending(uint64_t id);
+unsigned long sim_pending_count(void);
+void sim_execute_gop(const struct gop *g);
+
+extern unsigned long sim_errors_n;
+unsigned long long sim_next_id(void);
+
+#endif
