@@ -1,0 +1,362 @@
+/* bench_copies: time N small asynchronous copies through the driver API, as a
+ * loop of cuMemcpy*Async calls and as one hand-written cuMemcpyBatchAsync.
+ *
+ *   bench_copies [-r REPS] [-w WARMUP] [-m MODES] [-b BUSY_US] CELL [CELL...]
+ *
+ * Options apply to the CELLs that follow them and may be repeated between cells.
+ *   CELL    DIR:COUNT:SIZE, DIR one of h2d d2h d2d, SIZE in bytes or with a K/M
+ *           suffix (e.g. h2d:256:4K)
+ *   MODES   comma list (default loop,batch):
+ *     loop     COUNT cuMemcpy{HtoD,DtoH,DtoD}Async on one stream, then
+ *              cuStreamSynchronize: what a program does (under LD_PRELOAD of
+ *              libcubatch.so, this is what cubatch rewrites)
+ *     batch    the same copies as one cuMemcpyBatchAsync (CUDA 13, 8 arguments,
+ *              srcAccessOrder STREAM), then cuStreamSynchronize
+ *     single   one copy of SIZE, then cuStreamSynchronize (COUNT ignored)
+ *     overlap  the loop, then a CPU busy loop of BUSY_US (default: this cell's
+ *              batch median) before the sync; the ideal is max(copy, busy)
+ *     enqueue  only the COUNT calls (no sync inside the timed region); the
+ *              extra column is the cost per call in ns
+ *   REPS    timed repetitions (default 15); WARMUP untimed ones before (3)
+ *
+ * Every cell and mode is first run once on poisoned destinations and its bytes
+ * checked (exit 1 if wrong).  Pinned host memory; clock_gettime(MONOTONIC)
+ * around enqueue + sync.  Output, CSV on stdout, '#' lines are comments:
+ *   mode,dir,count,size,reps,median_us,p10_us,p90_us,extra
+ * Exit: 0 done, 1 error or wrong bytes, 2 usage, 77 no GPU.
+ */
+#define _GNU_SOURCE
+#include <cuda.h>
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CK(call)                                                                   \
+    do {                                                                           \
+        CUresult r_ = (call);                                                      \
+        if (r_ != CUDA_SUCCESS)                                                    \
+            die_cu(#call, r_, __LINE__);                                           \
+    } while (0)
+
+static void die_cu(const char *what, CUresult r, int line)
+{
+    const char *name = NULL;
+    if (cuGetErrorName(r, &name) != CUDA_SUCCESS || !name)
+        name = "?";
+    fprintf(stderr, "bench_copies:%d: %s failed: %s (%d)\n", line, what, name, (int)r);
+    exit(1);
+}
+
+typedef CUresult(CUDAAPI *batch_fn)(CUdeviceptr *, CUdeviceptr *, size_t *, size_t,
+                                    CUmemcpyAttributes *, size_t *, size_t, CUstream);
+
+enum dir { H2D, D2H, D2D };
+static const char *dir_name[] = {"h2d", "d2h", "d2d"};
+
+/* Buffers, grown as cells need.  hsrc holds random bytes; the device source
+ * (for d2h, d2d) is a copy of it.  Destinations are hdst (d2h) and ddst. */
+static struct {
+    size_t cap;
+    unsigned char *hsrc, *hdst;
+    CUdeviceptr dsrc, ddst;
+} B;
+
+static CUstream g_s;
+static batch_fn g_batch;
+static CUdeviceptr *g_dsts, *g_srcs;
+static size_t *g_sizes, g_arr_cap;
+
+static double now_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
+static void ensure(size_t bytes, size_t count)
+{
+    if (count > g_arr_cap) {
+        free(g_dsts);
+        free(g_srcs);
+        free(g_sizes);
+        g_dsts = malloc(count * sizeof *g_dsts);
+        g_srcs = malloc(count * sizeof *g_srcs);
+        g_sizes = malloc(count * sizeof *g_sizes);
+        if (!g_dsts || !g_srcs || !g_sizes) {
+            fprintf(stderr, "bench_copies: out of memory\n");
+            exit(1);
+        }
+        g_arr_cap = count;
+    }
+    if (bytes <= B.cap)
+        return;
+    if (B.cap) {
+        CK(cuMemFreeHost(B.hsrc));
+        CK(cuMemFreeHost(B.hdst));
+        CK(cuMemFree(B.dsrc));
+        CK(cuMemFree(B.ddst));
+    }
+    CK(cuMemHostAlloc((void **)&B.hsrc, bytes, 0));
+    CK(cuMemHostAlloc((void **)&B.hdst, bytes, 0));
+    CK(cuMemAlloc(&B.dsrc, bytes));
+    CK(cuMemAlloc(&B.ddst, bytes));
+    uint64_t x = 0x243f6a8885a308d3ULL ^ (uint64_t)now_us();
+    for (size_t i = 0; i + 8 <= bytes; i += 8) {  /* xorshift: random, not zeros */
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        memcpy(B.hsrc + i, &x, 8);
+    }
+    CK(cuMemcpyHtoD(B.dsrc, B.hsrc, bytes));
+    B.cap = bytes;
+}
+
+static void copy_one(enum dir d, size_t i, size_t size)
+{
+    size_t o = i * size;
+    switch (d) {
+    case H2D: CK(cuMemcpyHtoDAsync(B.ddst + o, B.hsrc + o, size, g_s)); break;
+    case D2H: CK(cuMemcpyDtoHAsync(B.hdst + o, B.dsrc + o, size, g_s)); break;
+    case D2D: CK(cuMemcpyDtoDAsync(B.ddst + o, B.dsrc + o, size, g_s)); break;
+    }
+}
+
+static void loop(enum dir d, size_t count, size_t size)
+{
+    for (size_t i = 0; i < count; i++)
+        copy_one(d, i, size);
+}
+
+static void batch(enum dir d, size_t count, size_t size)
+{
+    CUmemcpyAttributes attr;
+    memset(&attr, 0, sizeof attr);
+    attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    attr.srcLocHint.type = d == H2D ? CU_MEM_LOCATION_TYPE_HOST : CU_MEM_LOCATION_TYPE_DEVICE;
+    attr.dstLocHint.type = d == D2H ? CU_MEM_LOCATION_TYPE_HOST : CU_MEM_LOCATION_TYPE_DEVICE;
+    size_t idx0 = 0;
+    CUdeviceptr src = d == H2D ? (CUdeviceptr)(uintptr_t)B.hsrc : B.dsrc;
+    CUdeviceptr dst = d == D2H ? (CUdeviceptr)(uintptr_t)B.hdst : B.ddst;
+    for (size_t i = 0; i < count; i++) {  /* filled each time, as a program would */
+        g_srcs[i] = src + i * size;
+        g_dsts[i] = dst + i * size;
+        g_sizes[i] = size;
+    }
+    CK(g_batch(g_dsts, g_srcs, g_sizes, count, &attr, &idx0, 1, g_s));
+}
+
+static void busy_until(double t)
+{
+    while (now_us() < t)
+        ;
+}
+
+/* Poison the destination, run once, compare with the source. */
+static void prepare_and_check(const char *mode, enum dir d, size_t count, size_t size)
+{
+    size_t n = count * size;
+    if (d == D2H)
+        memset(B.hdst, 0xa5, n);
+    else
+        CK(cuMemsetD8(B.ddst, 0xa5, n));
+    if (strcmp(mode, "batch") == 0)
+        batch(d, count, size);
+    else
+        loop(d, count, size);
+    CK(cuStreamSynchronize(g_s));
+    if (d != D2H)
+        CK(cuMemcpyDtoH(B.hdst, B.ddst, n));
+    if (memcmp(B.hdst, B.hsrc, n) != 0) {
+        fprintf(stderr, "bench_copies: %s %s %zu x %zu: wrong bytes\n", mode, dir_name[d], count, size);
+        exit(1);
+    }
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+struct stats { double med, p10, p90; };
+
+static struct stats summarize(double *t, int n)
+{
+    qsort(t, n, sizeof *t, cmp_d);
+    struct stats s = {t[n / 2], t[n / 10], t[(n * 9) / 10 < n ? (n * 9) / 10 : n - 1]};
+    if (n % 2 == 0)
+        s.med = (t[n / 2 - 1] + t[n / 2]) / 2;
+    return s;
+}
+
+/* Time one mode of one cell; returns the median in µs. */
+static double run_mode(const char *mode, enum dir d, size_t count, size_t size, int reps,
+                       int warm, double busy_us)
+{
+    int is_batch = !strcmp(mode, "batch"), is_enq = !strcmp(mode, "enqueue");
+    int is_over = !strcmp(mode, "overlap");
+    if (!strcmp(mode, "single"))
+        count = 1;
+    ensure(count * size, count);
+    prepare_and_check(mode, d, count, size);
+    double *t = malloc(reps * sizeof *t);
+    for (int r = -warm; r < reps; r++) {
+        CK(cuStreamSynchronize(g_s));
+        double t0 = now_us(), t1;
+        if (is_batch)
+            batch(d, count, size);
+        else
+            loop(d, count, size);
+        if (is_enq) {
+            t1 = now_us();
+            CK(cuStreamSynchronize(g_s));
+        } else {
+            if (is_over)
+                busy_until(t0 + busy_us);
+            CK(cuStreamSynchronize(g_s));
+            t1 = now_us();
+        }
+        if (r >= 0)
+            t[r] = t1 - t0;
+    }
+    struct stats s = summarize(t, reps);
+    free(t);
+    char extra[64];
+    if (is_enq)
+        snprintf(extra, sizeof extra, "%.1f", s.med * 1e3 / count);  /* ns per call */
+    else if (is_over)
+        snprintf(extra, sizeof extra, "%.1f", busy_us);
+    else
+        snprintf(extra, sizeof extra, "%.3f", count * size / s.med / 1e3);  /* GB/s */
+    printf("%s,%s,%zu,%zu,%d,%.2f,%.2f,%.2f,%s\n", mode, dir_name[d], count, size, reps, s.med,
+           s.p10, s.p90, extra);
+    fflush(stdout);
+    return s.med;
+}
+
+static int parse_cell(const char *arg, enum dir *d, size_t *count, size_t *size)
+{
+    char ds[8], suf = 0;
+    unsigned long c;
+    double sz;
+    int n = sscanf(arg, "%7[a-z2]:%lu:%lf%c", ds, &c, &sz, &suf);
+    if (n < 3 || c == 0 || sz < 1)
+        return -1;
+    if (!strcmp(ds, "h2d")) *d = H2D;
+    else if (!strcmp(ds, "d2h")) *d = D2H;
+    else if (!strcmp(ds, "d2d")) *d = D2D;
+    else return -1;
+    if (n == 4) {
+        if (suf == 'K' || suf == 'k') sz *= 1024;
+        else if (suf == 'M' || suf == 'm') sz *= 1024 * 1024;
+        else return -1;
+    }
+    *count = c;
+    *size = (size_t)sz;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: bench_copies [-r REPS] [-w WARMUP] [-m MODES] [-b BUSY_US] DIR:COUNT:SIZE...\n");
+        return 2;
+    }
+    if (access("/dev/nvidiactl", F_OK) != 0) {
+        fprintf(stderr, "bench_copies: no GPU (/dev/nvidiactl missing)\n");
+        return 77;
+    }
+    int ndev = 0;
+    if (cuInit(0) != CUDA_SUCCESS || cuDeviceGetCount(&ndev) != CUDA_SUCCESS || ndev == 0) {
+        fprintf(stderr, "bench_copies: no usable GPU\n");
+        return 77;
+    }
+    CUdevice dev;
+    CUcontext ctx;
+    char name[128];
+    int drv = 0;
+    CK(cuDeviceGet(&dev, 0));
+    CK(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CK(cuCtxSetCurrent(ctx));
+    CK(cuDeviceGetName(name, sizeof name, dev));
+    CK(cuDriverGetVersion(&drv));
+    CK(cuStreamCreate(&g_s, CU_STREAM_NON_BLOCKING));
+
+    CUdriverProcAddressQueryResult st;
+    void *p = NULL;
+    CUresult r = cuGetProcAddress("cuMemcpyBatchAsync", &p, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &st);
+    g_batch = r == CUDA_SUCCESS && st == CU_GET_PROC_ADDRESS_SUCCESS ? (batch_fn)p : NULL;
+
+    int (*cb_enabled)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "cubatch_batching_enabled");
+    printf("# device %s, driver %d, cuMemcpyBatchAsync %s, cubatch %s\n", name, drv,
+           g_batch ? "found" : "MISSING",
+           cb_enabled ? (cb_enabled() ? "loaded, batching" : "loaded, pass-through") : "not loaded");
+    printf("mode,dir,count,size,reps,median_us,p10_us,p90_us,extra\n");
+
+    int reps = 15, warm = 3;
+    double busy = 0;
+    char modes[128] = "loop,batch";
+    for (int a = 1; a < argc; a++) {
+        const char *o = argv[a];
+        if (o[0] == '-' && a + 1 < argc) {
+            const char *v = argv[++a];
+            switch (o[1]) {
+            case 'r': reps = atoi(v); break;
+            case 'w': warm = atoi(v); break;
+            case 'b': busy = atof(v); break;
+            case 'm': snprintf(modes, sizeof modes, "%s", v); break;
+            default: fprintf(stderr, "bench_copies: unknown option %s\n", o); return 2;
+            }
+            if (reps < 1 || warm < 0) {
+                fprintf(stderr, "bench_copies: bad -r/-w\n");
+                return 2;
+            }
+            continue;
+        }
+        enum dir d;
+        size_t count, size;
+        if (parse_cell(o, &d, &count, &size) != 0) {
+            fprintf(stderr, "bench_copies: bad cell '%s' (want DIR:COUNT:SIZE)\n", o);
+            return 2;
+        }
+        double batch_med = 0;
+        char list[128], *save = NULL;
+        snprintf(list, sizeof list, "%s", modes);
+        for (char *m = strtok_r(list, ",", &save); m; m = strtok_r(NULL, ",", &save)) {
+            if (strcmp(m, "loop") && strcmp(m, "batch") && strcmp(m, "single") &&
+                strcmp(m, "overlap") && strcmp(m, "enqueue")) {
+                fprintf(stderr, "bench_copies: unknown mode '%s'\n", m);
+                return 2;
+            }
+            if ((!strcmp(m, "batch") || (!strcmp(m, "overlap") && busy <= 0)) && !g_batch) {
+                fprintf(stderr, "bench_copies: cuMemcpyBatchAsync unavailable, %s skipped\n", m);
+                continue;
+            }
+            double bu = busy;
+            if (!strcmp(m, "overlap") && bu <= 0) {
+                if (batch_med <= 0) {  /* quietly measure the copy time first */
+                    ensure(count * size, count);
+                    double t[5];
+                    for (int i = 0; i < 5; i++) {
+                        double t0 = now_us();
+                        batch(d, count, size);
+                        CK(cuStreamSynchronize(g_s));
+                        t[i] = now_us() - t0;
+                    }
+                    batch_med = summarize(t, 5).med;
+                }
+                bu = batch_med;
+            }
+            double med = run_mode(m, d, count, size, reps, warm, bu);
+            if (!strcmp(m, "batch"))
+                batch_med = med;
+        }
+    }
+    CK(cuStreamDestroy(g_s));
+    CK(cuDevicePrimaryCtxRelease(dev));
+    return 0;
+}
