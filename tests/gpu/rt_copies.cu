@@ -247,9 +247,11 @@ static int sc_event()
     return bad;
 }
 
-// Copies on a blocking stream, then cudaMemcpy (synchronous, default stream);
-// then copies on stream 0 itself (the legacy stream, or the per-thread stream in
-// a --default-stream per-thread build) read back synchronously.
+// Copies on a blocking stream, then a copy on the legacy stream, which waits for
+// them (cudaMemcpy in a legacy build; in a per-thread build cudaMemcpy goes to
+// the per-thread stream, which does not wait for other blocking streams, so the
+// copy names cudaStreamLegacy).  Then copies on stream 0 itself (legacy, or the
+// per-thread stream in a --default-stream per-thread build), read back.
 static int sc_legacy()
 {
     const size_t n = 64, sz = 4 * KiB, tot = n * sz;
@@ -262,8 +264,13 @@ static int sc_legacy()
     fill_random(src.p, tot, rng);
     for (size_t i = 0; i < n; i++)
         CK(cudaMemcpyAsync(a.p + i * sz, src.p + i * sz, sz, cudaMemcpyHostToDevice, s));
+#ifdef CUDA_API_PER_THREAD_DEFAULT_STREAM
+    CK(cudaMemcpyAsync(out.p, a.p, tot, cudaMemcpyDeviceToHost, cudaStreamLegacy));
+    CK(cudaStreamSynchronize(cudaStreamLegacy));
+#else
     CK(cudaMemcpy(out.p, a.p, tot, cudaMemcpyDeviceToHost));
-    bad |= same("legacy", "cudaMemcpy after side-stream copies", out.p, src.p, tot);
+#endif
+    bad |= same("legacy", "legacy-stream copy after side-stream copies", out.p, src.p, tot);
     h = fnv(h, out.p, tot);
     fill_random(src.p, tot, rng);
     for (size_t i = 0; i < n; i++)

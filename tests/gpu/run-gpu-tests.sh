@@ -18,7 +18,8 @@
 #   --only LIST    run only these programs
 #
 # Environment: CUBATCH_TEST_SEED (same data in every run; random if unset),
-# NVCC, CC, CUDA_HOME, NVCC_GENCODE, PYTHON, CUBATCH_GPU_TIMEOUT (s per run, 180).
+# NVCC, CC, CUDA_HOME, NVCC_GENCODE, PYTHON, CUBATCH_GPU_TIMEOUT (s per run, 180),
+# CUBATCH_GPU_CONFIGS (default for --configs).
 # Exit: 0 all passed, 1 a failure, 77 no GPU (checked before anything is built),
 # 99 setup error (library or compiler missing).
 set -u
@@ -28,7 +29,7 @@ src_top=${srcdir:-$here/../..}
 src_top=$(cd "$src_top" && pwd)
 tdir=$src_top/tests/gpu
 
-bin='' build='' lib=${CUBATCH_LIB:-} out='' configs='default all' only=''
+bin='' build='' lib=${CUBATCH_LIB:-} out='' configs=${CUBATCH_GPU_CONFIGS:-default all} only=''
 while [ $# -gt 0 ]; do
     case $1 in
     --bin) bin=$2; shift 2 ;;
