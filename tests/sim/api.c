@@ -19,6 +19,7 @@ CUresult CUDAAPI cuGetProcAddress_v2_ptsz(const char *symbol, void **pfn, int cu
 static int inited;
 static struct sim_ctx *ctx_list;
 static struct sim_ctx *primaries[MAX_DEVICES];
+static struct sim_capture *captures;
 
 static __thread CUcontext tls_stack[64];
 static __thread int tls_n;
@@ -1880,6 +1881,8 @@ static CUresult begin_capture(CUstream h, int ptsz, CUstreamCaptureMode mode)
     k->thread = pthread_self();
     k->origin = s;
     k->graph = g;
+    k->next = captures;
+    captures = k;
     s->cap = k;
     return CUDA_SUCCESS;
 }
@@ -2072,6 +2075,11 @@ static CUresult graph_launch(struct call *c, CUgraphExec h, CUstream hs, int pts
         const struct gop *g = &x->ops[i];
         if (capturing) {
             graph_add(s->cap->graph, g);
+            continue;
+        }
+        if ((g->kind == GOP_COPY && (sim_mem_in_quarantine(g->dst, g->n) || sim_mem_in_quarantine(g->src, g->n))) ||
+            (g->kind == GOP_MEMSET && sim_mem_in_quarantine(g->dst, g->n * (size_t)g->elsize))) {
+            sim_error_uaf("graph-launch", g->dst, g->n); /* the graph names freed memory: skip the op */
             continue;
         }
         struct node *nd;

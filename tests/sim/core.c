@@ -546,34 +546,6 @@ static unsigned long long rng_next(void)
     return x;
 }
 
-void sim_execute_gop(const struct gop *g)
-{
-    switch (g->kind) {
-    case GOP_COPY:
-        if (sim_mem_in_quarantine(g->dst, g->n) || sim_mem_in_quarantine(g->src, g->n))
-            sim_error_uaf("graph-copy", g->dst, g->n);
-        else
-            memmove(g->dst, g->src, g->n);
-        break;
-    case GOP_MEMSET:
-        if (sim_mem_in_quarantine(g->dst, g->n * (size_t)g->elsize)) {
-            sim_error_uaf("graph-memset", g->dst, g->n);
-            break;
-        }
-        for (size_t i = 0; i < g->n; i++) {
-            if (g->elsize == 1)
-                ((unsigned char *)g->dst)[i] = (unsigned char)g->val;
-            else if (g->elsize == 2)
-                ((uint16_t *)g->dst)[i] = (uint16_t)g->val;
-            else
-                ((uint32_t *)g->dst)[i] = g->val;
-        }
-        break;
-    default:
-        break;
-    }
-}
-
 /* Execute one node whose dependencies are all done.  Called with the lock held; host
  * functions and callbacks run with the lock released (the node is marked running). */
 static void execute(struct node *n)

@@ -3,7 +3,7 @@ check_LTLIBRARIES += tests/sim/libcuda.la
 tests_sim_libcuda_la_SOURCES = tests/sim/sim.h tests/sim/core.c tests/sim/api.c tests/sim/procs.c
 tests_sim_libcuda_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/sim
 tests_sim_libcuda_la_LDFLAGS = -rpath $(abs_builddir)/tests/sim -version-info 1:0:0 -shared \
-	-Wl,-soname,libcuda.so.1 -export-symbols-regex '^(cu|cusim_)'
+	-Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic-functions -export-symbols-regex '^(cu|cusim_)'
 tests_sim_libcuda_la_LIBADD = -lpthread
 EXTRA_DIST += tests/sim/procs.inc tests/sim/gen-procs.py tests/sim/README.md \
 	tests/data/driver-proc-address-map.txt tests/data/cudart13-entry-points.txt

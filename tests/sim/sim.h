@@ -114,6 +114,7 @@ struct sim_capture {
     pthread_t thread;
     struct sim_stream *origin;
     struct sim_graph *graph;
+    struct sim_capture *next;      /* all captures stay allocated: events may point at them */
 };
 
 /* handle registry: which pointers are live handles of which type */
@@ -185,7 +186,6 @@ void sim_run_ctx(struct sim_ctx *ctx);     /* run every pending node of ctx (NUL
 void sim_run_dev(int dev);
 int sim_node_pending(uint64_t id);
 unsigned long sim_pending_count(void);
-void sim_execute_gop(const struct gop *g);
 
 extern unsigned long sim_errors_n;
 unsigned long long sim_next_id(void);
