@@ -9,12 +9,14 @@ Times are medians in µs.  Ratios are ratios of times:
   cubatch/hand  the loop under cubatch over the hand-written batch (1: as good as by hand)
   all/loop      the same with CUBATCH_POLICY=all
   off/loop      CUBATCH_ENABLE=0 (the pass-through's own cost; should be 1.00)
+  A/A           a second plain run over the first: the noise floor of every ratio
 """
 import csv
+import statistics
 import sys
 from collections import defaultdict
 
-CONFIGS = ("plain", "cubatch", "cubatch_all", "enable0")
+CONFIGS = ("plain", "cubatch", "cubatch_all", "enable0", "plain2")
 
 
 def size_name(n):
@@ -41,18 +43,26 @@ def flag_slower(r):
 
 def main(path):
     rows = list(csv.DictReader(open(path)))
-    t = {}      # (config, part, mode, dir, count, size) -> median_us
-    extra = {}  # same key -> extra column
+    tl = defaultdict(list)   # (config, part, mode, dir, count, size) -> median_us per round
+    el = defaultdict(list)   # same key -> extra column per round
     for r in rows:
         k = (r["config"], r["part"], r["mode"], r["dir"], int(r["count"]), int(r["size"]))
-        t[k] = float(r["median_us"])
-        extra[k] = r["extra"]
+        tl[k].append(float(r["median_us"]))
+        try:
+            el[k].append(float(r["extra"]))
+        except ValueError:
+            pass
+    t = {k: statistics.median(v) for k, v in tl.items()}
+    extra = {k: f"{statistics.median(v):.1f}" for k, v in el.items()}
+    rounds = max((len(v) for v in tl.values()), default=0)
     get = lambda cfg, part, mode, d, c, s: t.get((cfg, part, mode, d, c, s))
     out = []
     w = out.append
     w("# cubatch benchmark\n")
     w(__doc__.split("\n\n", 2)[2].strip() + "\n")
-    w("Ratios in **bold**: cubatch slower than the plain loop by more than 5%.\n")
+    w(f"Each time is the median over {rounds} round(s) of per-process medians.  "
+      "Ratios in **bold**: cubatch slower than the plain loop by more than 5%; "
+      "compare with the A/A column before reading anything into a ratio.\n")
 
     cells = sorted({(k[3], k[4], k[5]) for k in t if k[1] == "grid"},
                    key=lambda x: ("h2d d2h d2d".split().index(x[0]), x[2], x[1]))
@@ -63,20 +73,21 @@ def main(path):
             continue
         w(f"\n## {d.upper()}: loop of copies + sync vs batch\n")
         w("| copies | size | loop | batch | loop/batch | cubatch | cubatch/loop | cubatch/hand "
-          "| all | all/loop | off/loop |")
-        w("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "| all | all/loop | off/loop | A/A |")
+        w("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         for _, c, s in mine:
             lp = get("plain", "grid", "loop", d, c, s)
             bt = get("plain", "grid", "batch", d, c, s)
             cb = get("cubatch", "grid", "loop", d, c, s)
             al = get("cubatch_all", "grid", "loop", d, c, s)
             of = get("enable0", "grid", "loop", d, c, s)
+            aa = get("plain2", "grid", "loop", d, c, s)
             r = ratio(cb, lp)
             if r != "–":
                 (slower if float(r) > 1.05 else gains).append((float(r), d, c, s))
             w(f"| {c} | {size_name(s)} | {us(lp)} | {us(bt)} | {ratio(lp, bt)} | {us(cb)} | "
               f"{flag_slower(r)} | {ratio(cb, bt)} | {us(al)} | {flag_slower(ratio(al, lp))} | "
-              f"{ratio(of, lp)} |")
+              f"{ratio(of, lp)} | {ratio(aa, lp)} |")
 
     if gains or slower:
         w("\n## Summary (default policy)\n")
@@ -102,16 +113,18 @@ def main(path):
                 w(fmt_extra(d, c, s, vals, ex))
             else:
                 w(f"| {d} {c} × {size_name(s)} | " + " | ".join(us(v) for v in vals) +
-                  f" | {flag_slower(ratio(vals[1], vals[0]))} | {ratio(vals[3], vals[0])} |")
+                  f" | {flag_slower(ratio(vals[1], vals[0]))} | {ratio(vals[3], vals[0])} |"
+                  f" {ratio(vals[4], vals[0])} |")
 
-    head = "| cell | plain | cubatch | all | off | cubatch/plain | off/plain |"
+    head = "| cell | plain | cubatch | all | off | plain2 | cubatch/plain | off/plain | A/A |"
     section("One copy + sync (µs)", "single", head)
     section("Copies, then CPU work as long as the copies, then sync (µs)", "overlap",
-            "| cell | busy µs | plain | cubatch | all | off | cubatch/plain |",
+            "| cell | busy µs | plain | cubatch | all | off | plain2 | cubatch/plain | A/A |",
             lambda d, c, s, v, ex: f"| {d} {c} × {size_name(s)} | {ex[0] or '–'} | " +
-            " | ".join(us(x) for x in v) + f" | {flag_slower(ratio(v[1], v[0]))} |")
+            " | ".join(us(x) for x in v) + f" | {flag_slower(ratio(v[1], v[0]))} |"
+            f" {ratio(v[4], v[0])} |")
     section("Enqueue cost per call, no sync (ns)", "enqueue",
-            "| cell | plain | cubatch | all | off | cubatch − plain |",
+            "| cell | plain | cubatch | all | off | plain2 | cubatch − plain |",
             lambda d, c, s, v, ex: f"| {d} {c} × {size_name(s)} | " + " | ".join(
                 e or "–" for e in ex) + " | " + (
                 f"{float(ex[1]) - float(ex[0]):+.0f}" if ex[0] and ex[1] else "–") + " |")
@@ -119,15 +132,16 @@ def main(path):
     kv = sorted({(k[2], k[4], k[5]) for k in t if k[1] == "kv"})
     if kv:
         w("\n## kv_swap: copy phase per step (µs, events), step wall time (µs)\n")
-        w("| case | plain | cubatch | all | off | cubatch/plain | all/plain | wall plain | wall cubatch |")
-        w("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        w("| case | plain | cubatch | all | off | plain2 | cubatch/plain | all/plain | A/A "
+          "| wall plain | wall cubatch |")
+        w("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         for m, c, s in kv:
             d = "h2d" if m == "kv_in" else "d2h"
             v = [get(cfg, "kv", m, d, c, s) for cfg in CONFIGS]
             wall = [extra.get((cfg, "kv", m, d, c, s)) for cfg in ("plain", "cubatch")]
             w(f"| {m[3:]} {c} × {size_name(s)} | " + " | ".join(us(x) for x in v) +
               f" | {flag_slower(ratio(v[1], v[0]))} | {flag_slower(ratio(v[2], v[0]))} | "
-              f"{wall[0] or '–'} | {wall[1] or '–'} |")
+              f"{ratio(v[4], v[0])} | {wall[0] or '–'} | {wall[1] or '–'} |")
     print("\n".join(out))
 
 
