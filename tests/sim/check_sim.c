@@ -645,6 +645,101 @@ START_TEST(batch_rejections)
 }
 END_TEST
 
+
+static unsigned char shuffle_once(void)
+{
+    CUstream s;
+    CUdeviceptr d;
+    unsigned char *h;
+    CUdeviceptr dsts[16], srcs[16];
+    size_t sizes[16], idx = 0;
+    CUmemcpyAttributes at;
+    OK(cuStreamCreate(&s, 0));
+    OK(cuMemAlloc_v2(&d, 1));
+    OK(cuMemAllocHost_v2((void **)&h, 16));
+    memset(&at, 0, sizeof at);
+    at.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    for (int i = 0; i < 16; i++) {
+        h[i] = (unsigned char)i;
+        dsts[i] = d;
+        srcs[i] = DP(h + i);
+        sizes[i] = 1;
+    }
+    OK(cuMemcpyBatchAsync_v2(dsts, srcs, sizes, 16, &at, &idx, 1, s));
+    OK(cuStreamSynchronize(s));
+    return *(unsigned char *)HP(d);
+}
+
+START_TEST(batch_orders)
+{
+    setup();
+    ck_assert_int_eq(shuffle_once(), 0); /* reverse: entry 0 written last */
+    setenv("CUSIM_BATCH_ORDER", "forward", 1);
+    cusim_reset_counts();
+    ck_assert_int_eq(shuffle_once(), 15);
+    setenv("CUSIM_BATCH_ORDER", "shuffle", 1);
+    setenv("CUSIM_SEED", "7", 1);
+    cusim_reset_counts();
+    unsigned char a = shuffle_once(), b = shuffle_once(), c = shuffle_once();
+    ck_assert_int_lt(a, 16);
+    cusim_reset_counts(); /* same seed again: same sequence */
+    ck_assert_int_eq(shuffle_once(), a);
+    ck_assert_int_eq(shuffle_once(), b);
+    ck_assert_int_eq(shuffle_once(), c);
+}
+END_TEST
+
+struct mt { CUstream shared; CUdeviceptr d; void *h; long *counter; };
+static void mt_inc(void *p)
+{
+    long *c = p;
+    (*c)++;
+}
+static void *mt_thread(void *arg)
+{
+    struct mt *m = arg;
+    CUstream own;
+    OK(cuCtxSetCurrent(ctx));
+    OK(cuStreamCreate(&own, CU_STREAM_NON_BLOCKING));
+    for (int i = 0; i < 2000; i++) {
+        OK(cuMemcpyHtoDAsync_v2(m->d, m->h, 64, own));
+        OK(cuLaunchHostFunc(m->shared, mt_inc, m->counter));
+        OK(cuMemsetD8Async_ptsz(m->d, 1, 64, NULL));
+        if (i % 100 == 0) {
+            OK(cuStreamSynchronize(m->shared));
+            OK(cuStreamSynchronize(own));
+        }
+    }
+    OK(cuStreamSynchronize_ptsz(NULL));
+    OK(cuStreamDestroy_v2(own));
+    return NULL;
+}
+
+START_TEST(threads_share_streams)
+{
+    struct mt m[4];
+    pthread_t th[4];
+    long counter = 0;
+    CUstream shared;
+    CUdeviceptr d;
+    void *h;
+    setup();
+    OK(cuStreamCreate(&shared, 0));
+    OK(cuMemAlloc_v2(&d, 64));
+    OK(cuMemAllocHost_v2(&h, 64));
+    for (int i = 0; i < 4; i++) {
+        m[i] = (struct mt){ shared, d, h, &counter };
+        pthread_create(&th[i], NULL, mt_thread, &m[i]);
+    }
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    OK(cuCtxSynchronize());
+    ck_assert_int_eq(counter, 8000);
+    ck_assert_uint_eq(cusim_pending(), 0);
+    ck_assert_uint_eq(cusim_count("cuLaunchHostFunc"), 8000);
+}
+END_TEST
+
 /* ------------------------------------------------------------ capture and graphs */
 
 START_TEST(capture_and_replay)
@@ -922,6 +1017,8 @@ static Suite *sim_suite(void)
     tcase_add_test(t, batch_forward_env);
     tcase_add_test(t, batch_pageable_source_access_order);
     tcase_add_test(t, batch_rejections);
+    tcase_add_test(t, batch_orders);
+    tcase_add_test(t, threads_share_streams);
     tcase_add_test(t, capture_and_replay);
     tcase_add_test(t, capture_invalidation);
     tcase_add_test(t, pointer_attributes);
