@@ -1,0 +1,11 @@
+# Benchmarks: built and run on a GPU machine by bench/campaign.sh, never by make.
+# (Needs "include $(srcdir)/bench/local.mk" in the top Makefile.am to ship in dist.)
+EXTRA_DIST += \
+	bench/README.md \
+	bench/bench_copies.c \
+	bench/kv_swap.cu \
+	bench/build-bench.sh \
+	bench/run-bench.sh \
+	bench/bench_report.py \
+	bench/campaign.sh \
+	bench/local.mk
