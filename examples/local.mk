@@ -1,0 +1,45 @@
+# Examples, and the rule that makes the `cubatch` launcher.
+#
+# examples/demo       driver-API program, built by `make` (no nvcc needed; it opens
+#                     libcuda.so.1 at run time, so it runs against the real or the
+#                     simulated driver); examples/run-demo.sh runs it under cubatch.
+# examples/kv_swap    CUDA runtime program, built only by `make examples-gpu` (nvcc).
+# examples/torch_offload.py   PyTorch; run it with `cubatch --stats python3 ...`.
+noinst_PROGRAMS += examples/demo
+examples_demo_SOURCES = examples/demo.c
+examples_demo_LDADD = -ldl
+
+EXTRA_DIST += \
+	examples/run-demo.sh \
+	examples/kv_swap.cu \
+	examples/torch_offload.py
+
+# ---- GPU examples: `make examples-gpu` (needs nvcc; never part of all or check) ----
+NVCCFLAGS = -O2 -std=c++17
+examples/kv_swap: $(srcdir)/examples/kv_swap.cu
+	@if test -z "$(NVCC)"; then \
+	  echo "examples-gpu: nvcc not found; configure --with-cuda=DIR or put nvcc on PATH" >&2; \
+	  exit 1; fi
+	@$(MKDIR_P) examples
+	$(AM_V_GEN)$(NVCC) $(NVCCFLAGS) -o $@ $(srcdir)/examples/kv_swap.cu
+examples-gpu: examples/kv_swap
+.PHONY: examples-gpu
+CLEANFILES += examples/kv_swap
+
+# ---- the launcher: tools/cubatch.in -> cubatch -------------------------------------
+# (bin_SCRIPTS, CLEANFILES and EXTRA_DIST for it are in the top-level Makefile.am.)
+# The option flags and --help lines come from src/options.def, through the same
+# script that prints the README's option table.
+cubatch: $(srcdir)/tools/cubatch.in $(srcdir)/tools/options-table.sh $(srcdir)/src/options.def Makefile
+	$(AM_V_GEN)rm -f $@ $@.tmp $@.help $@.cases && \
+	$(SHELL) $(srcdir)/tools/options-table.sh --help-lines $(srcdir)/src/options.def >$@.help && \
+	$(SHELL) $(srcdir)/tools/options-table.sh --shell $(srcdir)/src/options.def >$@.cases && \
+	sed -e 's|@libdir[@]|$(libdir)|g' \
+	    -e 's|@PACKAGE_VERSION[@]|$(PACKAGE_VERSION)|g' \
+	    -e '/^@CUBATCH_HELP_LINES[@]$$/{' -e 'r $@.help' -e 'd' -e '}' \
+	    -e '/^@CUBATCH_OPTION_CASES[@]$$/{' -e 'r $@.cases' -e 'd' -e '}' \
+	    $(srcdir)/tools/cubatch.in >$@.tmp && \
+	if grep -n '@[A-Za-z_]*@' $@.tmp >&2; then \
+	  echo "cubatch: placeholders left unsubstituted (above)" >&2; exit 1; fi && \
+	$(SHELL) -n $@.tmp && \
+	chmod +x $@.tmp && mv $@.tmp $@ && rm -f $@.help $@.cases

@@ -1,0 +1,93 @@
+#!/bin/sh
+# run-demo.sh - run examples/demo without cubatch, then under the cubatch launcher
+# with --stats, and say which CUDA driver it ran against.
+#
+#   examples/run-demo.sh [--sim] [-- demo arguments...]
+#
+#   --sim   use the simulated driver even when a real GPU is present
+#
+# The driver: the real one when /dev/nvidiactl exists and `demo --probe` finds a
+# device through it; otherwise the test suite's simulated libcuda.so.1
+# (tests/sim/.libs, built here with `make tests/sim/libcuda.la` if it is missing),
+# and a line says so.  Run it from the build tree (where `make` ran), or set
+# CUBATCH_BUILDDIR.  Exit: the status of the run under cubatch (0 = "demo: OK"),
+# 1 if the run without cubatch already failed, 99 if something could not be built.
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+force_sim=0
+while [ $# -gt 0 ]; do
+    case $1 in
+    --sim) force_sim=1; shift ;;
+    --) shift; break ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    *) echo "run-demo: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    esac
+done
+
+# ---- the build tree -------------------------------------------------------------
+if [ -n "${CUBATCH_BUILDDIR:-}" ]; then
+    top=$CUBATCH_BUILDDIR
+elif [ -f config.status ] && [ -f Makefile ]; then
+    top=.
+else
+    top=$here/..
+fi
+top=$(cd "$top" && pwd)
+[ -f "$top/Makefile" ] || { echo "run-demo: $top is not a configured build tree (run ./configure && make, or set CUBATCH_BUILDDIR)" >&2; exit 99; }
+
+MAKE=${MAKE:-make}
+need=''
+[ -x "$top/examples/demo" ] || need="$need examples/demo"
+[ -x "$top/cubatch" ] || need="$need cubatch"
+[ -f "$top/src/.libs/libcubatch.so" ] || need="$need src/libcubatch.la"
+if [ -n "$need" ]; then
+    echo "run-demo: building$need"
+    # shellcheck disable=SC2086
+    (cd "$top" && $MAKE $need) >&2 || { echo "run-demo: build failed" >&2; exit 99; }
+fi
+demo=$top/examples/demo
+
+# ---- which driver -----------------------------------------------------------------
+# Never let an inherited LD_LIBRARY_PATH to the simulator pass for the real driver.
+if [ -n "${LD_LIBRARY_PATH:-}" ]; then
+    LD_LIBRARY_PATH=$(printf '%s' "$LD_LIBRARY_PATH" | tr ':' '\n' | grep -v 'tests/sim' | paste -sd: -)
+    export LD_LIBRARY_PATH
+fi
+unset LD_PRELOAD
+
+why=''
+if [ "$force_sim" = 1 ]; then
+    why='--sim was given'
+elif [ ! -e /dev/nvidiactl ]; then
+    why='no /dev/nvidiactl, so no NVIDIA GPU here'
+elif ! probe=$("$demo" --probe 2>&1); then
+    why="the real driver is not usable ($(printf '%s' "$probe" | tail -1))"
+fi
+
+if [ -z "$why" ]; then
+    echo "run-demo: running against the REAL CUDA driver: $probe"
+else
+    sim=$top/tests/sim/.libs
+    if [ ! -f "$sim/libcuda.so.1" ]; then
+        echo "run-demo: building the simulated driver (make tests/sim/libcuda.la)"
+        (cd "$top" && $MAKE tests/sim/libcuda.la) >&2 || { echo "run-demo: could not build the simulated driver" >&2; exit 99; }
+    fi
+    LD_LIBRARY_PATH=$sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    export LD_LIBRARY_PATH
+    echo "run-demo: $why: running against the SIMULATED CUDA driver ($sim/libcuda.so.1), not a GPU; counts are meaningful, times are not"
+fi
+
+# ---- run it -------------------------------------------------------------------------
+echo "run-demo: without cubatch:"
+"$demo" "$@"
+plain=$?
+echo
+echo "run-demo: with cubatch: $top/cubatch --stats $demo $*"
+CUBATCH_LIBRARY=$top/src/.libs/libcubatch.so "$top/cubatch" --stats "$demo" "$@"
+rc=$?
+if [ $plain -ne 0 ] && [ $rc -eq 0 ]; then
+    echo "run-demo: the demo failed without cubatch (status $plain)" >&2
+    exit 1
+fi
+exit $rc
