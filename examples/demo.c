@@ -171,6 +171,7 @@ int main(int argc, char **argv)
         }
     }
 
+    setvbuf(stdout, NULL, _IOLBF, 0); /* keep our lines in order with stderr reports */
     int rc = load_driver();
     if (rc)
         return rc;
