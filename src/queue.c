@@ -31,6 +31,21 @@ static atomic_int cb_active;
 /* Bumped whenever a run is freed: validates the per-thread last-run cache. */
 static uint64_t cb_runs_epoch = 1;
 static int cb_exiting;
+/* Set while this thread holds cb_q_lock: a driver call made from inside a
+ * submission that comes back into a wrapper must not try to flush again. */
+static CB_TLS int cb_tls_locked;
+
+static void q_lock(void)
+{
+    pthread_mutex_lock(&cb_q_lock);
+    cb_tls_locked = 1;
+}
+
+static void q_unlock(void)
+{
+    cb_tls_locked = 0;
+    pthread_mutex_unlock(&cb_q_lock);
+}
 
 struct cb_last { struct cb_run *run; uintptr_t stream; uint64_t epoch; };
 static CB_TLS struct cb_last cb_tls_last;
@@ -236,7 +251,7 @@ static CUresult run_flush(struct cb_run *run, enum cb_flush_why why)
 static void thread_gone(void *arg)
 {
     (void)arg;
-    pthread_mutex_lock(&cb_q_lock);
+    q_lock();
     struct cb_run_key key = {(uintptr_t)CU_STREAM_PER_THREAD, (uintptr_t)pthread_self()};
     struct cb_run *run;
     HASH_FIND(hh, cb_runs, &key, sizeof key, run);
@@ -246,7 +261,7 @@ static void thread_gone(void *arg)
             run_flush(run, CB_WHY_EXIT);
         run_free(run);
     }
-    pthread_mutex_unlock(&cb_q_lock);
+    q_unlock();
 }
 
 /* Learn what the run's stream is; 0 to defer on it, else the stat saying why not. */
@@ -337,7 +352,11 @@ int cb_enqueue(const struct cb_copy_req *rq, CUresult *rc)
     enum cb_stat_id why = CB_ST_pass_nomem;
     struct cb_run *run = NULL;
     *rc = CUDA_SUCCESS;
-    pthread_mutex_lock(&cb_q_lock);
+    if (cb_tls_locked) { /* re-entered from a submission: just pass through */
+        t->v[CB_ST_pass_query]++;
+        return 0;
+    }
+    q_lock();
     if (cb_exiting) {
         why = CB_ST_pass_disabled;
         goto pass;
@@ -382,7 +401,7 @@ int cb_enqueue(const struct cb_copy_req *rq, CUresult *rc)
             *rc = fr;
     }
     run_set_active(run);
-    pthread_mutex_unlock(&cb_q_lock);
+    q_unlock();
     cb_lifecycle_arm();
     return 1;
 
@@ -398,12 +417,14 @@ pass:
     if (run)
         run_set_active(run);
     t->v[why]++;
-    pthread_mutex_unlock(&cb_q_lock);
+    q_unlock();
     return 0;
 }
 
 CUresult cb_flush_stream(CUstream s, int ptsz_entry, enum cb_flush_why why)
 {
+    if (cb_tls_locked)
+        return CUDA_SUCCESS;
     if (atomic_load_explicit(&cb_active, memory_order_acquire) == 0)
         return CUDA_SUCCESS;
     enum cb_stream_kind sk = cb_stream_kind(s, ptsz_entry);
@@ -411,11 +432,11 @@ CUresult cb_flush_stream(CUstream s, int ptsz_entry, enum cb_flush_why why)
         return cb_flush_legacy();
     struct cb_run_key key = key_for(s, sk);
     CUresult rc = CUDA_SUCCESS;
-    pthread_mutex_lock(&cb_q_lock);
+    q_lock();
     struct cb_run *run = run_find(&key);
     if (run && run->active)
         rc = run_flush(run, why);
-    pthread_mutex_unlock(&cb_q_lock);
+    q_unlock();
     return rc;
 }
 
@@ -436,21 +457,25 @@ static CUresult flush_matching(int only_blocking, enum cb_flush_why why)
 
 CUresult cb_flush_legacy(void)
 {
+    if (cb_tls_locked)
+        return CUDA_SUCCESS;
     if (atomic_load_explicit(&cb_active, memory_order_acquire) == 0)
         return CUDA_SUCCESS;
-    pthread_mutex_lock(&cb_q_lock);
+    q_lock();
     CUresult rc = flush_matching(1, CB_WHY_LEGACY);
-    pthread_mutex_unlock(&cb_q_lock);
+    q_unlock();
     return rc;
 }
 
 CUresult cb_flush_all(enum cb_flush_why why)
 {
+    if (cb_tls_locked)
+        return CUDA_SUCCESS;
     if (atomic_load_explicit(&cb_active, memory_order_acquire) == 0)
         return CUDA_SUCCESS;
-    pthread_mutex_lock(&cb_q_lock);
+    q_lock();
     CUresult rc = flush_matching(0, why);
-    pthread_mutex_unlock(&cb_q_lock);
+    q_unlock();
     return rc;
 }
 
@@ -459,7 +484,7 @@ void cb_forget_stream(CUstream s)
     if (cb_stream_kind(s, 0) != CB_STREAM_REGULAR)
         return;
     struct cb_run_key key = {(uintptr_t)s, 0};
-    pthread_mutex_lock(&cb_q_lock);
+    q_lock();
     struct cb_run *run;
     HASH_FIND(hh, cb_runs, &key, sizeof key, run);
     if (run) {
@@ -467,12 +492,12 @@ void cb_forget_stream(CUstream s)
             run_flush(run, CB_WHY_STREAM);
         run_free(run);
     }
-    pthread_mutex_unlock(&cb_q_lock);
+    q_unlock();
 }
 
 void cb_forget_context(CUcontext ctx, int device)
 {
-    pthread_mutex_lock(&cb_q_lock);
+    q_lock();
     struct cb_run *run, *tmp;
     HASH_ITER(hh, cb_runs, run, tmp) {
         if (run->n == 0 && (run->ctx == ctx || (ctx == NULL && run->device == device))) {
@@ -483,7 +508,7 @@ void cb_forget_context(CUcontext ctx, int device)
         }
     }
     cb_submit_forget_context(ctx, device);
-    pthread_mutex_unlock(&cb_q_lock);
+    q_unlock();
 }
 
 int cb_runs_timer_pass(uint64_t now_ns, uint64_t bound_ns, uint64_t *next_deadline)
@@ -492,7 +517,7 @@ int cb_runs_timer_pass(uint64_t now_ns, uint64_t bound_ns, uint64_t *next_deadli
     *next_deadline = UINT64_MAX;
     if (atomic_load_explicit(&cb_active, memory_order_acquire) == 0)
         return 0;
-    pthread_mutex_lock(&cb_q_lock);
+    q_lock();
     struct cb_run *run, *tmp;
     HASH_ITER(hh, cb_runs, run, tmp) {
         if (run->n == 0)
@@ -504,25 +529,25 @@ int cb_runs_timer_pass(uint64_t now_ns, uint64_t bound_ns, uint64_t *next_deadli
         else if (deadline < *next_deadline)
             *next_deadline = deadline;
     }
-    pthread_mutex_unlock(&cb_q_lock);
+    q_unlock();
     return busy;
 }
 
 void cb_queue_exit(void)
 {
-    pthread_mutex_lock(&cb_q_lock);
+    q_lock();
     flush_matching(0, CB_WHY_EXIT);
     cb_exiting = 1;
-    pthread_mutex_unlock(&cb_q_lock);
+    q_unlock();
 }
 
 void cb_queue_atfork_prepare(void)
 {
-    pthread_mutex_lock(&cb_q_lock);
+    q_lock();
     flush_matching(0, CB_WHY_EXIT); /* the parent loses nothing */
 }
 
-void cb_queue_atfork_parent(void) { pthread_mutex_unlock(&cb_q_lock); }
+void cb_queue_atfork_parent(void) { q_unlock(); }
 
 void cb_queue_atfork_child(void)
 {
@@ -536,4 +561,5 @@ void cb_queue_atfork_child(void)
     cb_tls_last.run = NULL;
     cb_submit_atfork_child();
     pthread_mutex_init(&cb_q_lock, NULL);
+    cb_tls_locked = 0;
 }

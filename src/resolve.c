@@ -52,6 +52,17 @@ static void *cb_swap(void *p)
     return e ? e->wrapper : p;
 }
 
+/* The real function behind p, if p is one of our own wrappers (a driver whose
+ * resolver went through the global symbol scope would hand those back), else p:
+ * cubatch must never call its own wrappers, or a submission would flush itself. */
+static void *cb_unwrap(void *p)
+{
+    for (size_t i = 0; i < CB_HOOK_COUNT; i++)
+        if (p == cb_hooks[i].wrapper)
+            return cb_real[i];
+    return p;
+}
+
 static void *sym(void *h, const char *name) { return h ? real_dlsym(h, name) : NULL; }
 
 static void decide_batching(void)
@@ -75,7 +86,7 @@ static void decide_batching(void)
         cb_batching_reason = "driver has no CUDA 13.0 cuMemcpyBatchAsync entry point";
         return;
     }
-    cb_drv.MemcpyBatchAsync = (__typeof__(cb_drv.MemcpyBatchAsync))p;
+    cb_drv.MemcpyBatchAsync = (__typeof__(cb_drv.MemcpyBatchAsync))cb_unwrap(p);
     if (!cb_opt(CB_OPT_enable)) {
         cb_batching_reason = "switched off (CUBATCH_ENABLE=0)";
         return;

@@ -1,6 +1,7 @@
 /* check_units.c - the pure parts of cubatch, tested in-process through the
  * cubatch__* test hooks the library exports: option parsing, the size policy,
  * and the hazard rule (DESIGN.md rule 5) against a brute-force reference. */
+#include "config.h" /* _GNU_SOURCE */
 #include <check.h>
 #include <stdint.h>
 #include <stdlib.h>

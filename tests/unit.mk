@@ -1,7 +1,25 @@
-# check-based tests of cubatch itself (the simulated driver has its own, in tests/sim).
+# Tests of cubatch itself (the simulated driver has its own, in tests/sim).
+TESTS_ENVIRONMENT = top_builddir=$(top_builddir) top_srcdir=$(top_srcdir); export top_builddir top_srcdir;
+
+# The pure parts, in-process: option parsing, size policy, hazard index.
 check_PROGRAMS += tests/check_units
 TESTS += tests/check_units
 tests_check_units_SOURCES = tests/check_units.c
 tests_check_units_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_check_units_LDADD = src/libcubatch.la $(CHECK_LIBS)
 tests_check_units_LDFLAGS = -no-install $(AM_LDFLAGS)
+
+# The rules of DESIGN.md, end to end: probe scenarios under the preload against
+# the simulated driver, compared with the same scenarios without it.
+check_PROGRAMS += tests/probe tests/nocuda tests/check_rules
+TESTS += tests/check_rules tests/check_exports.sh
+tests_probe_SOURCES = tests/probe.c
+tests_probe_LDADD = tests/sim/libcuda.la -lpthread
+tests_probe_LDFLAGS = -no-install $(AM_LDFLAGS)
+tests_nocuda_SOURCES = tests/nocuda.c
+tests_nocuda_LDADD = -ldl
+tests_check_rules_SOURCES = tests/check_rules.c
+tests_check_rules_CPPFLAGS = $(AM_CPPFLAGS) -DBUILDDIR='"$(abs_top_builddir)"'
+tests_check_rules_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_check_rules_LDADD = $(CHECK_LIBS)
+EXTRA_DIST += tests/check_exports.sh

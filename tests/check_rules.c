@@ -1,0 +1,658 @@
+/* check_rules.c - every rule of DESIGN.md section 3 (and the interposition paths of
+ * section 1), checked by running tests/probe scenarios against the simulated
+ * driver with and without LD_PRELOAD=libcubatch.so.
+ *
+ * Each run is a fresh process with a cleaned environment.  A scenario passes when
+ *  - both runs say "result: ok" (bytes equal to host-computed data),
+ *  - both runs observed the same bytes and return codes (digest, rc lines),
+ *  - cubatch's final counters (CUBATCH_STATS=json at exit) and the simulated
+ *    driver's call log (CUSIM_LOG) show the batching the rule asks for, in the
+ *    right order relative to the observing call. */
+#include "config.h" /* _GNU_SOURCE */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef BUILDDIR
+#error "BUILDDIR must name the build tree"
+#endif
+
+#define PROBE BUILDDIR "/tests/probe"
+#define NOCUDA BUILDDIR "/tests/nocuda"
+#define LIBCUBATCH BUILDDIR "/src/.libs/libcubatch.so"
+#define SIMDIR BUILDDIR "/tests/sim/.libs"
+
+struct run {
+    int status;   /* exit status, or -1 when killed */
+    char *out;    /* stdout */
+    char *err;    /* stderr */
+    char *stats;  /* the JSON report written at exit ("" without preload) */
+    char *log;    /* the simulated driver's call log */
+};
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return strdup("");
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    size_t got = fread(b, 1, (size_t)n, f);
+    b[got] = 0;
+    fclose(f);
+    return b;
+}
+
+static void run_free(struct run *r)
+{
+    free(r->out);
+    free(r->err);
+    free(r->stats);
+    free(r->log);
+}
+
+/* Run `prog scenario` with a clean environment: PATH, the simulated driver, an
+ * optional preload, and extra NAME=VALUE settings (NULL-terminated). */
+static struct run run_prog(const char *prog, const char *scenario, int preload, const char *const *extra)
+{
+    char dir[] = "/tmp/cubatch-check-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char out[128], err[128], stats[128], log[128];
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    snprintf(stats, sizeof stats, "%s/stats.json", dir);
+    snprintf(log, sizeof log, "%s/sim.log", dir);
+    char *env[32];
+    int ne = 0;
+    static char e_stats_file[160], e_log[160];
+    env[ne++] = "PATH=/usr/bin:/bin";
+    env[ne++] = "LD_LIBRARY_PATH=" SIMDIR;
+    env[ne++] = "CUBATCH_STATS=json";
+    snprintf(e_stats_file, sizeof e_stats_file, "CUBATCH_STATS_FILE=%s", stats);
+    env[ne++] = e_stats_file;
+    snprintf(e_log, sizeof e_log, "CUSIM_LOG=%s", log);
+    env[ne++] = e_log;
+    if (preload)
+        env[ne++] = "LD_PRELOAD=" LIBCUBATCH;
+    for (; extra && *extra && ne < 30; extra++)
+        env[ne++] = (char *)*extra;
+    env[ne] = NULL;
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644), fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(fo, 1);
+        dup2(fe, 2);
+        alarm(60);
+        execle(prog, prog, scenario, (char *)NULL, env);
+        _exit(127);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    struct run r;
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    r.out = slurp(out);
+    r.err = slurp(err);
+    r.stats = slurp(stats);
+    r.log = slurp(log);
+    unlink(out);
+    unlink(err);
+    unlink(stats);
+    unlink(log);
+    rmdir(dir);
+    return r;
+}
+
+static struct run probe(const char *scenario, int preload, const char *const *extra)
+{
+    return run_prog(PROBE, scenario, preload, extra);
+}
+
+/* The value of "key": in the final JSON counters, -1 when absent. */
+static long stat_of(const struct run *r, const char *key)
+{
+    char pat[96];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(r->stats, pat);
+    return p ? strtol(p + strlen(pat), NULL, 10) : -1;
+}
+
+/* The rest of the first stdout line starting with `prefix`, or "" */
+static const char *line_of(const struct run *r, const char *prefix, char *buf, size_t len)
+{
+    buf[0] = 0;
+    size_t pl = strlen(prefix);
+    for (const char *p = r->out; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t ll = nl ? (size_t)(nl - p) : strlen(p);
+        if (ll >= pl && !strncmp(p, prefix, pl)) {
+            size_t n = ll - pl < len - 1 ? ll - pl : len - 1;
+            memcpy(buf, p + pl, n);
+            buf[n] = 0;
+            break;
+        }
+        p = nl ? nl + 1 : NULL;
+    }
+    return buf;
+}
+
+static long num_of(const struct run *r, const char *prefix)
+{
+    char buf[64];
+    line_of(r, prefix, buf, sizeof buf);
+    return buf[0] ? strtol(buf, NULL, 10) : -1;
+}
+
+/* Index of the first log line naming exported function `fn` (-1 none); count. */
+static long log_first(const struct run *r, const char *fn)
+{
+    size_t fl = strlen(fn);
+    long i = 0;
+    for (const char *p = r->log; *p; i++) {
+        if (!strncmp(p, fn, fl) && (p[fl] == ' ' || p[fl] == '\n'))
+            return i;
+        const char *nl = strchr(p, '\n');
+        if (!nl)
+            break;
+        p = nl + 1;
+    }
+    return -1;
+}
+
+static long log_count(const struct run *r, const char *fn)
+{
+    size_t fl = strlen(fn);
+    long n = 0;
+    for (const char *p = r->log; *p;) {
+        if (!strncmp(p, fn, fl) && (p[fl] == ' ' || p[fl] == '\n'))
+            n++;
+        const char *nl = strchr(p, '\n');
+        if (!nl)
+            break;
+        p = nl + 1;
+    }
+    return n;
+}
+
+/* All stdout lines with `prefix`, concatenated: what must agree between runs. */
+static char *lines_with(const struct run *r, const char *prefix)
+{
+    size_t cap = strlen(r->out) + 1, used = 0, pl = strlen(prefix);
+    char *b = malloc(cap);
+    b[0] = 0;
+    for (const char *p = r->out; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t ll = nl ? (size_t)(nl - p) + 1 : strlen(p);
+        if (!strncmp(p, prefix, pl)) {
+            memcpy(b + used, p, ll);
+            used += ll;
+            b[used] = 0;
+        }
+        p += ll;
+    }
+    return b;
+}
+
+#define ASSERT_OK(r, what)                                                                                \
+    ck_assert_msg((r).status == 0 && strstr((r).out, "result: ok") && !strstr((r).out, "WRONG"),          \
+                  "%s: status %d\n--- stdout\n%s--- stderr\n%s", what, (r).status, (r).out, (r).err)
+
+/* Run a scenario both ways; both must be right and observe the same things. */
+struct pair { struct run plain, shim; };
+static struct pair both(const char *scenario, const char *const *extra)
+{
+    struct pair p = {probe(scenario, 0, extra), probe(scenario, 1, extra)};
+    ASSERT_OK(p.plain, "without cubatch");
+    ASSERT_OK(p.shim, "with cubatch");
+    const char *keys[] = {"digest:", "rc:"};
+    for (int k = 0; k < 2; k++) {
+        char *a = lines_with(&p.plain, keys[k]), *b = lines_with(&p.shim, keys[k]);
+        ck_assert_msg(!strcmp(a, b), "%s differs:\nwithout:\n%swith:\n%s", keys[k], a, b);
+        free(a);
+        free(b);
+    }
+    ck_assert_msg(!strstr(p.shim.log, "USE_AFTER_FREE"), "the simulated driver saw a use after free:\n%s", p.shim.log);
+    return p;
+}
+static void pair_free(struct pair *p)
+{
+    run_free(&p->plain);
+    run_free(&p->shim);
+}
+
+#define STAT_EQ(r, key, want) \
+    ck_assert_msg(stat_of(&(r), key) == (want), "%s = %ld, want %ld\n%s", key, stat_of(&(r), key), (long)(want), (r).stats)
+#define STAT_GE(r, key, want) \
+    ck_assert_msg(stat_of(&(r), key) >= (want), "%s = %ld, want >= %ld\n%s", key, stat_of(&(r), key), (long)(want), (r).stats)
+/* `first` is logged before `then`: the batch went out before the observing call. */
+#define LOG_BEFORE(r, first, then)                                                                         \
+    ck_assert_msg(log_first(&(r), first) >= 0 && log_first(&(r), first) < log_first(&(r), then),           \
+                  "%s (line %ld) must come before %s (line %ld)\n%s", first, log_first(&(r), first), then,   \
+                  log_first(&(r), then), (r).log)
+
+#define BATCH "cuMemcpyBatchAsync_v2"
+
+/* ---- rule 1 and 8: what is deferred, runs of one ------------------------------------------ */
+
+START_TEST(runs_become_batches)
+{
+    struct pair p = both("basic", NULL);
+    STAT_EQ(p.shim, "deferred", 128);
+    STAT_EQ(p.shim, "batches", 2); /* the D2H run reads what the H2D run wrote: split there */
+    STAT_EQ(p.shim, "batched_copies", 128);
+    STAT_EQ(p.shim, "batch_max", 64);
+    ck_assert_int_eq(log_count(&p.shim, BATCH), 2);
+    ck_assert_int_eq(log_count(&p.plain, BATCH), 0);
+    LOG_BEFORE(p.shim, BATCH, "cuStreamSynchronize");
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(pageable_passes_through)
+{
+    struct pair p = both("pageable", NULL);
+    STAT_EQ(p.shim, "pass_pageable", 128);
+    STAT_EQ(p.shim, "deferred", 0);
+    ck_assert_int_eq(log_count(&p.shim, BATCH), 0);
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(single_copy_goes_out_as_itself)
+{
+    struct pair p = both("single", NULL);
+    STAT_EQ(p.shim, "singles", 1);
+    STAT_EQ(p.shim, "batches", 0);
+    ck_assert_int_eq(log_count(&p.shim, "cuMemcpyDtoHAsync_v2"), 1);
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(policy_keeps_slow_band_out)
+{
+    struct pair p = both("h2d_16k", NULL); /* 16 KiB H2D: slower as a batch on the H200 */
+    STAT_EQ(p.shim, "pass_policy", 16);
+    STAT_EQ(p.shim, "batches", 0);
+    pair_free(&p);
+    p = both("h2d_4k", NULL);
+    STAT_EQ(p.shim, "deferred", 16);
+    STAT_EQ(p.shim, "batches", 1);
+    pair_free(&p);
+    const char *all[] = {"CUBATCH_POLICY=all", NULL};
+    p = both("h2d_16k", all);
+    STAT_EQ(p.shim, "batches", 1);
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(managed_memory)
+{
+    struct pair p = both("managed", NULL);
+    STAT_EQ(p.shim, "deferred", 128);
+    pair_free(&p);
+}
+END_TEST
+
+/* ---- rule 2: capture ---------------------------------------------------------------------- */
+
+START_TEST(capture_flushes_then_passes_through)
+{
+    struct pair p = both("capture", NULL);
+    ck_assert_int_eq(num_of(&p.shim, "batches_before_capture: "), 0); /* still queued */
+    ck_assert_int_eq(num_of(&p.shim, "batches_in_capture: "), 1);     /* flushed at capture begin */
+    STAT_EQ(p.shim, "pass_capture", 64);
+    LOG_BEFORE(p.shim, BATCH, "cuStreamBeginCapture_v2");
+    ck_assert_msg(!strstr(p.shim.log, BATCH " rc=900"), "a batch was refused on a capturing stream");
+    pair_free(&p);
+}
+END_TEST
+
+/* ---- rule 3: legacy stream ---------------------------------------------------------------- */
+
+START_TEST(legacy_work_follows_blocking_runs)
+{
+    struct pair p = both("legacy", NULL);
+    STAT_GE(p.shim, "flush_legacy", 1);
+    LOG_BEFORE(p.shim, BATCH, "cuMemcpyDtoHAsync_v2");
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(legacy_copies_never_batch)
+{
+    struct pair p = both("legacy_copies", NULL);
+    STAT_EQ(p.shim, "pass_legacy", 64);
+    ck_assert_int_eq(log_count(&p.shim, BATCH), 0);
+    pair_free(&p);
+}
+END_TEST
+
+/* ---- rule 4: per-thread default stream ---------------------------------------------------- */
+
+START_TEST(ptds_own_thread)
+{
+    struct pair p = both("ptds_own", NULL);
+    STAT_EQ(p.shim, "batches", 1);
+    STAT_EQ(p.shim, "side_submits", 0);
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(ptds_other_thread_ctx_sync)
+{
+    struct pair p = both("ptds_ctxsync", NULL);
+    STAT_EQ(p.shim, "deferred", 64);
+    STAT_GE(p.shim, "side_submits", 1);
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(ptds_other_thread_legacy)
+{
+    struct pair p = both("ptds_legacy", NULL);
+    STAT_GE(p.shim, "side_submits", 1);
+    pair_free(&p);
+}
+END_TEST
+
+/* ---- rule 5: hazards ------------------------------------------------------------------------- */
+
+START_TEST(dependent_chain)
+{
+    struct pair p = both("chain", NULL);
+    STAT_GE(p.shim, "flush_hazard", 2);
+    STAT_EQ(p.shim, "batches", 3);
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(source_overwritten_later)
+{
+    struct pair p = both("overwrite", NULL);
+    STAT_GE(p.shim, "flush_hazard", 2);
+    pair_free(&p);
+}
+END_TEST
+
+/* ---- rule 6: flush before observers ------------------------------------------------------------ */
+
+START_TEST(query_observes)
+{
+    struct pair p = both("query", NULL);
+    LOG_BEFORE(p.shim, BATCH, "cuStreamQuery");
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(event_observes)
+{
+    struct pair p = both("event", NULL);
+    LOG_BEFORE(p.shim, BATCH, "cuEventRecord");
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(host_function_observes)
+{
+    struct pair p = both("hostfunc", NULL);
+    ck_assert_int_eq(num_of(&p.shim, "hostfn_saw_copies: "), 1);
+    LOG_BEFORE(p.shim, BATCH, "cuLaunchHostFunc");
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(stream_destroy_and_reuse)
+{
+    struct pair p = both("destroy", NULL);
+    STAT_GE(p.shim, "batches", 2);
+    LOG_BEFORE(p.shim, BATCH, "cuStreamDestroy_v2");
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(free_flushes_and_forgets)
+{
+    struct pair p = both("free_realloc", NULL);
+    LOG_BEFORE(p.shim, BATCH, "cuMemFree_v2"); /* the run of two went out before the free */
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(many_threads)
+{
+    struct pair p = both("threads", NULL);
+    STAT_EQ(p.shim, "deferred", 8 * 64);
+    pair_free(&p);
+}
+END_TEST
+
+/* ---- rule 7: bounded runs ---------------------------------------------------------------- */
+
+START_TEST(full_runs_are_chunked)
+{
+    const char *env[] = {"CUBATCH_MAX_BATCH=8", NULL};
+    struct pair p = both("d2h_20", env);
+    STAT_EQ(p.shim, "batches", 3); /* 8 + 8 at full, 4 at the sync */
+    STAT_EQ(p.shim, "flush_full", 2);
+    STAT_EQ(p.shim, "batch_max", 8);
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(cpu_work_does_not_hold_copies)
+{
+    struct pair p = both("timer", NULL);
+    ck_assert_int_ge(num_of(&p.shim, "timer_batches: "), 1);
+    STAT_GE(p.shim, "flush_timer", 1);
+    pair_free(&p);
+}
+END_TEST
+
+/* ---- rule 9: errors ------------------------------------------------------------------------ */
+
+START_TEST(refused_batch_is_replayed)
+{
+    const char *env[] = {"CUSIM_FAIL=cuMemcpyBatchAsync_v2:1:1", NULL};
+    struct pair p = both("errors", env);
+    STAT_EQ(p.shim, "batch_errors", 1);
+    STAT_EQ(p.shim, "replayed", 64);
+    STAT_EQ(p.shim, "replay_errors", 0);
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(replayed_error_reaches_the_program)
+{
+    /* every batch refused, and the driver fails the third single copy with 700:
+     * without cubatch the third call returns it; with it, the sync does */
+    const char *env[] = {"CUSIM_FAIL=cuMemcpyBatchAsync_v2:0:1,cuMemcpyDtoHAsync_v2:3:700", NULL};
+    struct pair p = both("errors", env);
+    char buf[64];
+    ck_assert_str_eq(line_of(&p.shim, "rc: first_error ", buf, sizeof buf), "700");
+    STAT_EQ(p.shim, "replay_errors", 1);
+    STAT_EQ(p.shim, "replayed", 64);
+    pair_free(&p);
+}
+END_TEST
+
+/* ---- rule 10: process life ------------------------------------------------------------------ */
+
+START_TEST(exit_flushes)
+{
+    struct pair p = both("exit", NULL);
+    STAT_EQ(p.shim, "flush_exit", 1);
+    ck_assert_int_eq(log_count(&p.shim, BATCH), 1);
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(fork_flushes_and_child_starts_empty)
+{
+    struct pair p = both("fork", NULL);
+    ck_assert_int_eq(num_of(&p.shim, "batches_at_fork: "), 1);
+    char buf[64];
+    ck_assert_str_eq(line_of(&p.shim, "child_flush: ", buf, sizeof buf), "0 0");
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(process_without_cuda_is_untouched)
+{
+    const char *env[] = {"CUBATCH_STATS=on", "CUBATCH_MAX_BATCH=nonsense", NULL};
+    struct run plain = run_prog(NOCUDA, "x", 0, env), shim = run_prog(NOCUDA, "x", 1, env);
+    ck_assert_int_eq(plain.status, 0);
+    ck_assert_int_eq(shim.status, 0);
+    ck_assert_str_eq(plain.out, shim.out);
+    ck_assert_msg(shim.err[0] == 0, "stderr should be empty, got: %s", shim.err);
+    ck_assert_msg(strstr(shim.out, "libcuda_loaded: 0"), "%s", shim.out);
+    run_free(&plain);
+    run_free(&shim);
+}
+END_TEST
+
+/* ---- section 2: the version rule ----------------------------------------------------------- */
+
+static void assert_pass_through(const char *const *env, const char *reason)
+{
+    struct pair p = both("basic", env);
+    ck_assert_msg(strstr(p.shim.stats, "\"batching\":false"), "%s", p.shim.stats);
+    ck_assert_msg(strstr(p.shim.stats, reason), "reason should mention '%s': %s", reason, p.shim.stats);
+    STAT_EQ(p.shim, "deferred", 0);
+    STAT_EQ(p.shim, "copies", 128);
+    ck_assert_int_eq(log_count(&p.shim, BATCH), 0);
+    ck_assert_int_eq(log_count(&p.shim, "cuMemcpyBatchAsync"), 0);
+    pair_free(&p);
+}
+
+START_TEST(driver_12_8_passes_through)
+{
+    const char *env[] = {"CUSIM_DRIVER_VERSION=12080", NULL};
+    assert_pass_through(env, "older than CUDA 13.0");
+}
+END_TEST
+
+START_TEST(missing_entry_point_passes_through)
+{
+    const char *env[] = {"CUSIM_MISSING=cuMemcpyBatchAsync", NULL};
+    assert_pass_through(env, "no CUDA 13.0 cuMemcpyBatchAsync");
+}
+END_TEST
+
+START_TEST(switched_off_passes_through)
+{
+    const char *env[] = {"CUBATCH_ENABLE=0", NULL};
+    assert_pass_through(env, "switched off");
+    struct run r = probe("basic", 1, env);
+    STAT_EQ(r, "pass_disabled", 128);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(bad_environment_is_reported)
+{
+    const char *env[] = {"CUBATCH_MAX_BATCH=lots", "CUBATCH_SRC_ORDER=during_api_call", NULL};
+    struct pair p = both("basic", env);
+    ck_assert_msg(strstr(p.shim.err, "cubatch: warning: CUBATCH_MAX_BATCH=\"lots\" is not valid"), "%s", p.shim.err);
+    ck_assert_msg(strstr(p.shim.err, "during_api_call is refused"), "%s", p.shim.err);
+    STAT_EQ(p.shim, "batches", 2); /* defaults kept */
+    pair_free(&p);
+}
+END_TEST
+
+/* ---- section 1: interposition ---------------------------------------------------------------- */
+
+/* Exported variants cubatch wraps among those the probe asks for. */
+static int wrapped(const char *sym)
+{
+    static const char *const w[] = {
+        "cuMemcpyAsync", "cuMemcpyAsync_ptsz", "cuMemcpyHtoDAsync_v2", "cuMemcpyHtoDAsync_v2_ptsz",
+        "cuMemcpyDtoHAsync_v2", "cuMemcpyDtoHAsync_v2_ptsz", "cuMemcpyDtoDAsync_v2", "cuMemcpyDtoDAsync_v2_ptsz",
+        "cuMemcpyHtoDAsync", "cuMemcpyDtoHAsync", "cuMemcpyDtoDAsync", "cuEventRecord", "cuEventRecord_ptsz",
+        "cuStreamSynchronize", "cuStreamSynchronize_ptsz", "cuLaunchKernel", "cuLaunchKernel_ptsz",
+        "cuMemcpyBatchAsync", "cuMemcpyBatchAsync_ptsz", "cuMemcpyBatchAsync_v2", "cuMemcpyBatchAsync_v2_ptsz",
+        "cuGetProcAddress", "cuGetProcAddress_v2", "cuGetProcAddress_v2_ptsz", "cuCtxSynchronize",
+        "cuCtxSynchronize_v2", NULL};
+    for (int i = 0; w[i]; i++)
+        if (!strcmp(w[i], sym))
+            return 1;
+    return 0;
+}
+
+START_TEST(every_path_reaches_the_right_wrapper)
+{
+    struct pair p = both("resolve", NULL);
+    char *a = lines_with(&p.plain, "resolve: "), *b = lines_with(&p.shim, "resolve: ");
+    int lines = 0, swapped = 0;
+    for (char *la = a, *lb = b; *la && *lb; lines++) {
+        char *ea = strchr(la, '\n'), *eb = strchr(lb, '\n');
+        *ea = *eb = 0;
+        /* everything up to lib= is the driver's answer: it must be the same */
+        char *ka = strstr(la, " lib="), *kb = strstr(lb, " lib=");
+        ck_assert_msg(ka - la == kb - lb && !strncmp(la, lb, (size_t)(ka - la)), "answers differ:\n%s\n%s", la, lb);
+        char *sa = strstr(la, " sym="), *sb = strstr(lb, " sym=");
+        /* the same variant: pointer identity, never a different variant */
+        ck_assert_msg(!strcmp(sa, sb), "variant differs:\n%s\n%s", la, lb);
+        const char *sym = sa + 5;
+        if (wrapped(sym)) {
+            ck_assert_msg(strstr(kb, "lib=libcubatch.so"), "not wrapped: %s", lb);
+            swapped++;
+        } else if (strcmp(sym, "-")) {
+            ck_assert_msg(!strstr(kb, "libcubatch"), "wrapped by mistake: %s", lb);
+        }
+        la = ea + 1;
+        lb = eb + 1;
+    }
+    ck_assert_int_ge(lines, 500);
+    ck_assert_int_ge(swapped, 100);
+    free(a);
+    free(b);
+    /* the two calls made through resolved pointers reached their own wrappers */
+    char pat[80];
+    snprintf(pat, sizeof pat, "\"cuMemcpyHtoDAsync_v2\":1,");
+    ck_assert_msg(strstr(p.shim.stats, pat), "%s", p.shim.stats);
+    snprintf(pat, sizeof pat, "\"cuMemcpyHtoDAsync_v2_ptsz\":1,");
+    ck_assert_msg(strstr(p.shim.stats, pat), "%s", p.shim.stats);
+    pair_free(&p);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("rules");
+    struct { const char *name; const TTest *tests[8]; } cases[] = {
+        {"deferral", {runs_become_batches, pageable_passes_through, single_copy_goes_out_as_itself,
+                      policy_keeps_slow_band_out, managed_memory}},
+        {"capture", {capture_flushes_then_passes_through}},
+        {"legacy", {legacy_work_follows_blocking_runs, legacy_copies_never_batch}},
+        {"per_thread_stream", {ptds_own_thread, ptds_other_thread_ctx_sync, ptds_other_thread_legacy}},
+        {"hazards", {dependent_chain, source_overwritten_later}},
+        {"observers", {query_observes, event_observes, host_function_observes, stream_destroy_and_reuse,
+                       free_flushes_and_forgets, many_threads}},
+        {"bounded", {full_runs_are_chunked, cpu_work_does_not_hold_copies}},
+        {"errors", {refused_batch_is_replayed, replayed_error_reaches_the_program}},
+        {"process", {exit_flushes, fork_flushes_and_child_starts_empty, process_without_cuda_is_untouched}},
+        {"version", {driver_12_8_passes_through, missing_entry_point_passes_through, switched_off_passes_through,
+                     bad_environment_is_reported}},
+        {"interposition", {every_path_reaches_the_right_wrapper}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        TCase *tc = tcase_create(cases[i].name);
+        tcase_set_timeout(tc, 120);
+        for (int j = 0; j < 8 && cases[i].tests[j]; j++)
+            tcase_add_test(tc, cases[i].tests[j]);
+        suite_add_tcase(s, tc);
+    }
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

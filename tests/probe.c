@@ -1,0 +1,744 @@
+/* probe.c - driver-API scenarios, one per run (argv[1]), for the rule tests.
+ *
+ * Each scenario is an ordinary CUDA program: it knows nothing of cubatch.  The
+ * harness (check_rules.c) runs it with and without LD_PRELOAD=libcubatch.so
+ * against the simulated driver and compares what it prints:
+ *   result: ok | result: WRONG <what>     bytes checked against host-computed data
+ *   digest: <hex>                         hash of every byte the scenario observed
+ *   rc: <label> <CUresult>                return codes the program saw
+ *   <key>: <value>                        scenario facts (e.g. batches seen so far)
+ *   stats: {json}                         cubatch's counters, when preloaded
+ * Observation never goes through an extra CUDA call that would itself flush: the
+ * data lands in pinned host memory and the scenario's own observing call (a sync,
+ * a query, an event) is the last CUDA call before the host reads it.  A missed
+ * flush therefore shows up as wrong bytes, since the simulated driver runs
+ * nothing until something waits, and runs batch entries in reverse order.
+ *
+ * The same program runs on a real GPU (tests/gpu/run-gpu-tests.sh). */
+#include "config.h" /* _GNU_SOURCE: dladdr, nanosleep */
+#define __CUDA_API_VERSION_INTERNAL 1 /* call exact variants: _v2, _ptsz */
+#include <cuda.h>
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+CUresult CUDAAPI cuGetProcAddress_v2_ptsz(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
+
+#define CK(call)                                                                       \
+    do {                                                                               \
+        CUresult rc_ = (call);                                                         \
+        if (rc_ != CUDA_SUCCESS) {                                                     \
+            printf("result: WRONG %s returned %d at line %d\n", #call, (int)rc_, __LINE__); \
+            exit(1);                                                                   \
+        }                                                                              \
+    } while (0)
+
+static CUcontext g_ctx;
+static int g_wrong;
+static uint64_t g_digest = 1469598103934665603ull;
+
+static void digest(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        g_digest = (g_digest ^ b[i]) * 1099511628211ull;
+}
+
+static void fill(void *p, size_t n, unsigned seed)
+{
+    unsigned char *b = p;
+    uint32_t x = seed * 2654435761u + 12345u;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        b[i] = (unsigned char)x;
+    }
+}
+
+static void expect(const char *what, const void *got, const void *want, size_t n)
+{
+    digest(got, n);
+    if (memcmp(got, want, n)) {
+        printf("result: WRONG %s\n", what);
+        g_wrong = 1;
+    }
+}
+
+static void *pinned(size_t n)
+{
+    void *p;
+    CK(cuMemAllocHost_v2(&p, n));
+    memset(p, 0xAB, n);
+    return p;
+}
+
+static CUdeviceptr devmem(size_t n)
+{
+    CUdeviceptr d;
+    CK(cuMemAlloc_v2(&d, n));
+    return d;
+}
+
+/* Device memory filled with `src` and settled before the scenario starts. */
+static CUdeviceptr devfilled(const void *src, size_t n)
+{
+    CUdeviceptr d = devmem(n);
+    CK(cuMemcpyHtoD_v2(d, src, n));
+    return d;
+}
+
+static CUstream mkstream(unsigned flags)
+{
+    CUstream s;
+    CK(cuStreamCreate(&s, flags));
+    return s;
+}
+
+static unsigned long sim_count(const char *name)
+{
+    unsigned long (*f)(const char *) = (unsigned long (*)(const char *))dlsym(RTLD_DEFAULT, "cusim_count");
+    return f ? f(name) : 0;
+}
+
+static void print_stats(void)
+{
+    size_t (*f)(char *, size_t) = (size_t(*)(char *, size_t))dlsym(RTLD_DEFAULT, "cubatch_stats_json");
+    if (!f)
+        return;
+    static char buf[65536];
+    f(buf, sizeof buf);
+    printf("stats: %s\n", buf);
+}
+
+static void setup(void)
+{
+    CUdevice dev;
+    CK(cuInit(0));
+    CK(cuDeviceGet(&dev, 0));
+    CK(cuDevicePrimaryCtxRetain(&g_ctx, dev));
+    CK(cuCtxSetCurrent(g_ctx));
+}
+
+enum { N = 64, SZ = 4096 };
+
+/* ---- scenarios ------------------------------------------------------------------ */
+
+/* 64 H2D then 64 D2H on one stream, then a stream sync. */
+static void sc_basic(void)
+{
+    unsigned char *in = pinned(N * SZ), *out = pinned(N * SZ);
+    fill(in, N * SZ, 1);
+    CUdeviceptr d = devmem(N * SZ);
+    CUstream s = mkstream(0);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyHtoDAsync_v2(d + (size_t)i * SZ, in + (size_t)i * SZ, SZ, s));
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * SZ, d + (size_t)i * SZ, SZ, s));
+    CK(cuStreamSynchronize(s));
+    expect("round trip", out, in, N * SZ);
+}
+
+/* 16 chains A->B then B->C, all in one run: each C must get A (rule 5, RAW). */
+enum { K = 16 };
+static void sc_chain(void)
+{
+    unsigned char *a = malloc(K * SZ), *b = malloc(K * SZ);
+    fill(a, K * SZ, 2);
+    fill(b, K * SZ, 3);
+    CUdeviceptr A = devfilled(a, K * SZ), B = devfilled(b, K * SZ), C = devmem(K * SZ);
+    unsigned char *out = pinned(K * SZ);
+    CUstream s = mkstream(0);
+    for (int i = 0; i < K; i++)
+        CK(cuMemcpyDtoDAsync_v2(B + (size_t)i * SZ, A + (size_t)i * SZ, SZ, s));
+    for (int i = 0; i < K; i++)
+        CK(cuMemcpyDtoDAsync_v2(C + (size_t)i * SZ, B + (size_t)i * SZ, SZ, s));
+    for (int i = 0; i < K; i++)
+        CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * SZ, C + (size_t)i * SZ, SZ, s));
+    CK(cuStreamSynchronize(s));
+    expect("chains A->B->C", out, a, K * SZ);
+    free(a);
+    free(b);
+}
+
+/* Copies read D, later copies overwrite D (rule 5, WAR), then read it again. */
+static void sc_overwrite(void)
+{
+    unsigned char *old = malloc(K * SZ), *neu = malloc(K * SZ);
+    fill(old, K * SZ, 4);
+    fill(neu, K * SZ, 5);
+    CUdeviceptr D = devfilled(old, K * SZ);
+    unsigned char *out = pinned(K * SZ), *src = pinned(K * SZ), *out2 = pinned(K * SZ);
+    memcpy(src, neu, K * SZ);
+    CUstream s = mkstream(0);
+    for (int i = 0; i < K; i++)
+        CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * SZ, D + (size_t)i * SZ, SZ, s));
+    for (int i = 0; i < K; i++)
+        CK(cuMemcpyHtoDAsync_v2(D + (size_t)i * SZ, src + (size_t)i * SZ, SZ, s));
+    for (int i = 0; i < K; i++)
+        CK(cuMemcpyDtoHAsync_v2(out2 + (size_t)i * SZ, D + (size_t)i * SZ, SZ, s));
+    CK(cuStreamSynchronize(s));
+    expect("read before overwrite", out, old, K * SZ);
+    expect("read after overwrite", out2, neu, K * SZ);
+    free(old);
+    free(neu);
+}
+
+/* Copies, then poll cuStreamQuery until done; then read pinned memory directly. */
+static void sc_query(void)
+{
+    unsigned char *src = malloc(N * SZ);
+    fill(src, N * SZ, 6);
+    CUdeviceptr d = devfilled(src, N * SZ);
+    unsigned char *out = pinned(N * SZ);
+    CUstream s = mkstream(0);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * SZ, d + (size_t)i * SZ, SZ, s));
+    CUresult q;
+    while ((q = cuStreamQuery(s)) == CUDA_ERROR_NOT_READY)
+        ;
+    printf("rc: query %d\n", (int)q);
+    expect("after query", out, src, N * SZ);
+    free(src);
+}
+
+/* Copies on s1, event recorded on s1 and waited on by s2, which reads the data. */
+static void sc_event(void)
+{
+    unsigned char *in = pinned(N * SZ), *out = pinned(N * SZ);
+    fill(in, N * SZ, 7);
+    CUdeviceptr d = devmem(N * SZ);
+    CUstream s1 = mkstream(CU_STREAM_NON_BLOCKING), s2 = mkstream(CU_STREAM_NON_BLOCKING);
+    CUevent ev;
+    CK(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyHtoDAsync_v2(d + (size_t)i * SZ, in + (size_t)i * SZ, SZ, s1));
+    CK(cuEventRecord(ev, s1));
+    CK(cuStreamWaitEvent(s2, ev, 0));
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * SZ, d + (size_t)i * SZ, SZ, s2));
+    CK(cuStreamSynchronize(s2));
+    expect("across the event", out, in, N * SZ);
+}
+
+/* Copies on a blocking stream, then legacy-stream work that must follow them. */
+static void sc_legacy(void)
+{
+    unsigned char *in = pinned(N * SZ), *out = pinned(N * SZ);
+    fill(in, N * SZ, 8);
+    CUdeviceptr d = devmem(N * SZ);
+    CUstream s = mkstream(0);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyHtoDAsync_v2(d + (size_t)i * SZ, in + (size_t)i * SZ, SZ, s));
+    /* legacy stream: waits for s; then its own sync observes everything */
+    CK(cuMemcpyDtoHAsync_v2(out, d, N * SZ, NULL));
+    CK(cuStreamSynchronize(CU_STREAM_LEGACY));
+    expect("legacy follows blocking stream", out, in, N * SZ);
+}
+
+/* Copies on the NULL (legacy) stream itself: passed through, never batched. */
+static void sc_legacy_copies(void)
+{
+    unsigned char *src = malloc(N * SZ);
+    fill(src, N * SZ, 9);
+    CUdeviceptr d = devfilled(src, N * SZ);
+    unsigned char *out = pinned(N * SZ);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * SZ, d + (size_t)i * SZ, SZ, NULL));
+    CK(cuCtxSynchronize());
+    expect("legacy copies", out, src, N * SZ);
+    free(src);
+}
+
+/* Per-thread default stream copies in thread A; thread B's context synchronize
+ * (or legacy-stream sync) must observe them while A makes no further call. */
+struct xthread {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int stage;
+    unsigned char *out;
+    CUdeviceptr d;
+    int use_legacy;
+};
+static void stage_wait(struct xthread *x, int s)
+{
+    pthread_mutex_lock(&x->mu);
+    while (x->stage < s)
+        pthread_cond_wait(&x->cv, &x->mu);
+    pthread_mutex_unlock(&x->mu);
+}
+static void stage_set(struct xthread *x, int s)
+{
+    pthread_mutex_lock(&x->mu);
+    x->stage = s;
+    pthread_cond_broadcast(&x->cv);
+    pthread_mutex_unlock(&x->mu);
+}
+static void *ptds_owner(void *arg)
+{
+    struct xthread *x = arg;
+    CK(cuCtxSetCurrent(g_ctx));
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2_ptsz(x->out + (size_t)i * SZ, x->d + (size_t)i * SZ, SZ, i % 2 ? NULL : CU_STREAM_PER_THREAD));
+    stage_set(x, 1);
+    stage_wait(x, 2); /* no CUDA call until the other thread has looked */
+    CK(cuStreamSynchronize_ptsz(NULL));
+    return NULL;
+}
+static void xthread_run(int use_legacy)
+{
+    unsigned char *src = malloc(N * SZ);
+    fill(src, N * SZ, 10);
+    struct xthread x = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, pinned(N * SZ),
+                        devfilled(src, N * SZ), use_legacy};
+    pthread_t th;
+    pthread_create(&th, NULL, ptds_owner, &x);
+    stage_wait(&x, 1);
+    if (use_legacy) {
+        /* work on the legacy stream waits for every blocking stream's earlier work */
+        CUevent ev;
+        CK(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+        CK(cuEventRecord(ev, CU_STREAM_LEGACY));
+        CK(cuEventSynchronize(ev));
+    } else
+        CK(cuCtxSynchronize());
+    expect("other thread's per-thread stream", x.out, src, N * SZ);
+    stage_set(&x, 2);
+    pthread_join(th, NULL);
+    free(src);
+}
+static void sc_ptds_ctxsync(void) { xthread_run(0); }
+static void sc_ptds_legacy(void) { xthread_run(1); }
+
+/* Per-thread stream in one thread only: the owner's own sync. */
+static void sc_ptds_own(void)
+{
+    unsigned char *src = malloc(N * SZ);
+    fill(src, N * SZ, 11);
+    CUdeviceptr d = devfilled(src, N * SZ);
+    unsigned char *out = pinned(N * SZ);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2_ptsz(out + (size_t)i * SZ, d + (size_t)i * SZ, SZ, NULL));
+    CK(cuStreamSynchronize_ptsz(NULL));
+    expect("own per-thread stream", out, src, N * SZ);
+    free(src);
+}
+
+/* Copies queued, then capture begins on the same stream. */
+static void sc_capture(void)
+{
+    unsigned char *in = pinned(N * SZ), *in2 = pinned(N * SZ), *out = pinned(2 * N * SZ);
+    fill(in, N * SZ, 12);
+    fill(in2, N * SZ, 13);
+    CUdeviceptr d = devmem(N * SZ), d2 = devmem(N * SZ);
+    CUstream s = mkstream(CU_STREAM_NON_BLOCKING);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyHtoDAsync_v2(d + (size_t)i * SZ, in + (size_t)i * SZ, SZ, s));
+    printf("batches_before_capture: %lu\n", sim_count("cuMemcpyBatchAsync_v2"));
+    CK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyHtoDAsync_v2(d2 + (size_t)i * SZ, in2 + (size_t)i * SZ, SZ, s));
+    CUgraph g;
+    CK(cuStreamEndCapture(s, &g));
+    printf("batches_in_capture: %lu\n", sim_count("cuMemcpyBatchAsync_v2"));
+    CUgraphExec ge;
+    CK(cuGraphInstantiateWithFlags(&ge, g, 0));
+    CK(cuGraphLaunch(ge, s));
+    CK(cuMemcpyDtoHAsync_v2(out, d, N * SZ, s));
+    CK(cuMemcpyDtoHAsync_v2(out + N * SZ, d2, N * SZ, s));
+    CK(cuStreamSynchronize(s));
+    expect("copied before capture", out, in, N * SZ);
+    expect("captured copies", out + N * SZ, in2, N * SZ);
+}
+
+/* A stream destroyed with copies queued on it. */
+static void sc_destroy(void)
+{
+    unsigned char *src = malloc(N * SZ);
+    fill(src, N * SZ, 14);
+    CUdeviceptr d = devfilled(src, N * SZ);
+    unsigned char *out = pinned(N * SZ);
+    CUstream s = mkstream(0);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * SZ, d + (size_t)i * SZ, SZ, s));
+    CK(cuStreamDestroy_v2(s));
+    /* the handle may come back for a new stream: its copies are a new run */
+    CUstream s2 = mkstream(0);
+    unsigned char *out2 = pinned(N * SZ);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(out2 + (size_t)i * SZ, d + (size_t)i * SZ, SZ, s2));
+    CK(cuCtxSynchronize());
+    expect("destroyed stream's copies", out, src, N * SZ);
+    expect("new stream's copies", out2, src, N * SZ);
+    free(src);
+}
+
+/* Pageable source reused at once; pageable destination. */
+static void sc_pageable(void)
+{
+    unsigned char *src = malloc(N * SZ), *keep = malloc(N * SZ), *back = malloc(N * SZ);
+    fill(src, N * SZ, 15);
+    memcpy(keep, src, N * SZ);
+    CUdeviceptr d = devmem(N * SZ);
+    CUstream s = mkstream(0);
+    for (int i = 0; i < N; i++) {
+        CK(cuMemcpyHtoDAsync_v2(d + (size_t)i * SZ, src + (size_t)i * SZ, SZ, s));
+        memset(src + (size_t)i * SZ, 0, SZ); /* allowed: the driver staged it */
+    }
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(back + (size_t)i * SZ, d + (size_t)i * SZ, SZ, s));
+    CK(cuStreamSynchronize(s));
+    expect("pageable round trip", back, keep, N * SZ);
+    free(src);
+    free(keep);
+    free(back);
+}
+
+/* Copies queued, then CPU work with no CUDA call: the bound on waiting. */
+static void sc_timer(void)
+{
+    unsigned char *src = malloc(N * SZ);
+    fill(src, N * SZ, 16);
+    CUdeviceptr d = devfilled(src, N * SZ);
+    unsigned char *out = pinned(N * SZ);
+    CUstream s = mkstream(0);
+    unsigned long before = sim_count("cuMemcpyBatchAsync_v2");
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * SZ, d + (size_t)i * SZ, SZ, s));
+    struct timespec ts = {0, 50 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    printf("timer_batches: %lu\n", sim_count("cuMemcpyBatchAsync_v2") - before);
+    CK(cuStreamSynchronize(s));
+    expect("after CPU work", out, src, N * SZ);
+    free(src);
+}
+
+/* fork() with copies queued: the parent loses nothing, the child starts empty. */
+static void sc_fork(void)
+{
+    unsigned char *src = malloc(N * SZ);
+    fill(src, N * SZ, 17);
+    CUdeviceptr d = devfilled(src, N * SZ);
+    unsigned char *out = pinned(N * SZ);
+    CUstream s = mkstream(0);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * SZ, d + (size_t)i * SZ, SZ, s));
+    unsigned long before = sim_count("cuMemcpyBatchAsync_v2");
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* nothing queued here: a flush in the child submits nothing */
+        int (*flush)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "cubatch_flush");
+        unsigned long c0 = sim_count("cuMemcpyBatchAsync_v2");
+        int rc = flush ? flush() : 0;
+        printf("child_flush: %d %lu\n", rc, sim_count("cuMemcpyBatchAsync_v2") - c0);
+        fflush(stdout);
+        _exit(0);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    printf("batches_at_fork: %lu\n", sim_count("cuMemcpyBatchAsync_v2") - before);
+    CK(cuStreamSynchronize(s));
+    expect("parent after fork", out, src, N * SZ);
+    free(src);
+}
+
+/* Exit with copies queued and no sync: they must still be submitted. */
+static void sc_exit(void)
+{
+    unsigned char *src = malloc(N * SZ);
+    fill(src, N * SZ, 18);
+    CUdeviceptr d = devfilled(src, N * SZ);
+    unsigned char *out = pinned(N * SZ);
+    CUstream s = mkstream(0);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * SZ, d + (size_t)i * SZ, SZ, s));
+    print_stats();
+    printf("result: ok\n");
+    fflush(stdout);
+    exit(0);
+}
+
+/* Every copy's return code and the sync's, for the fault-injection runs. */
+static void sc_errors(void)
+{
+    unsigned char *src = malloc(N * SZ);
+    fill(src, N * SZ, 19);
+    CUdeviceptr d = devfilled(src, N * SZ);
+    unsigned char *out = pinned(N * SZ);
+    CUstream s = mkstream(0);
+    int first = 0;
+    for (int i = 0; i < N; i++) {
+        CUresult rc = cuMemcpyDtoHAsync_v2(out + (size_t)i * SZ, d + (size_t)i * SZ, SZ, s);
+        if (rc && !first)
+            first = rc;
+    }
+    CUresult rc = cuStreamSynchronize(s);
+    if (rc && !first)
+        first = rc;
+    printf("rc: first_error %d\n", first);
+    digest(out, N * SZ); /* a failed copy leaves its bytes; the same with and without */
+    if (!first)
+        expect("no error, all bytes", out, src, N * SZ);
+    free(src);
+}
+
+/* Several threads on one shared stream and on private streams. */
+struct mt { CUstream shared; CUdeviceptr d; unsigned char *out; int idx; };
+static void *mt_worker(void *arg)
+{
+    struct mt *m = arg;
+    CK(cuCtxSetCurrent(g_ctx));
+    CUstream own = mkstream(0);
+    for (int i = 0; i < N; i++) {
+        size_t off = ((size_t)m->idx * N + (size_t)i) * 512;
+        CK(cuMemcpyDtoHAsync_v2(m->out + off, m->d + off, 512, i % 3 ? m->shared : own));
+    }
+    CK(cuStreamSynchronize(own));
+    return NULL;
+}
+static void sc_threads(void)
+{
+    enum { T = 8 };
+    unsigned char *src = malloc(T * N * 512);
+    fill(src, T * N * 512, 20);
+    struct mt m[T];
+    CUstream shared = mkstream(0);
+    CUdeviceptr d = devfilled(src, T * N * 512);
+    unsigned char *out = pinned(T * N * 512);
+    pthread_t th[T];
+    for (int t = 0; t < T; t++) {
+        m[t] = (struct mt){shared, d, out, t};
+        pthread_create(&th[t], NULL, mt_worker, &m[t]);
+    }
+    for (int t = 0; t < T; t++)
+        pthread_join(th[t], NULL);
+    CK(cuStreamSynchronize(shared));
+    expect("threads", out, src, T * N * 512);
+    free(src);
+}
+
+/* Copies of one size and direction, then sync (policy, single copy, chunking). */
+static void copies_then_sync(int h2d, size_t count, size_t size)
+{
+    unsigned char *in = pinned(count * size), *out = pinned(count * size);
+    fill(in, count * size, 21);
+    CUdeviceptr d = devmem(count * size);
+    CUstream s = mkstream(0);
+    if (h2d) {
+        for (size_t i = 0; i < count; i++)
+            CK(cuMemcpyHtoDAsync_v2(d + i * size, in + i * size, size, s));
+        CK(cuStreamSynchronize(s));
+        CK(cuMemcpyDtoH_v2(out, d, count * size));
+    } else {
+        CK(cuMemcpyHtoD_v2(d, in, count * size));
+        for (size_t i = 0; i < count; i++)
+            CK(cuMemcpyDtoHAsync_v2(out + i * size, d + i * size, size, s));
+        CK(cuStreamSynchronize(s));
+    }
+    expect("copies", out, in, count * size);
+}
+static void sc_h2d_16k(void) { copies_then_sync(1, 16, 16384); }
+static void sc_h2d_4k(void) { copies_then_sync(1, 16, 4096); }
+static void sc_single(void) { copies_then_sync(0, 1, 4096); }
+static void sc_d2h_20(void) { copies_then_sync(0, 20, 4096); }
+
+/* cuMemcpyAsync (unified) with managed and pinned memory, both directions. */
+static void sc_managed(void)
+{
+    CUdeviceptr m;
+    CK(cuMemAllocManaged(&m, N * SZ, CU_MEM_ATTACH_GLOBAL));
+    unsigned char *in = pinned(N * SZ), *out = pinned(N * SZ);
+    fill(in, N * SZ, 22);
+    CUstream s = mkstream(0);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyAsync(m + (size_t)i * SZ, (CUdeviceptr)(uintptr_t)(in + (size_t)i * SZ), SZ, s));
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyAsync((CUdeviceptr)(uintptr_t)(out + (size_t)i * SZ), m + (size_t)i * SZ, SZ, s));
+    CK(cuStreamSynchronize(s));
+    expect("managed round trip", out, in, N * SZ);
+}
+
+/* Memory freed and reallocated between copies: no stale classification. */
+static void sc_free_realloc(void)
+{
+    unsigned char *in = pinned(N * SZ), *out = pinned(N * SZ);
+    fill(in, N * SZ, 23);
+    CUstream s = mkstream(0);
+    CUdeviceptr d = devmem(N * SZ);
+    CK(cuMemcpyHtoDAsync_v2(d, in, SZ, s));
+    CK(cuMemcpyHtoDAsync_v2(d + SZ, in + SZ, SZ, s));
+    CK(cuMemFree_v2(d)); /* flushes first: the copies ran on live memory */
+    d = devmem(N * SZ);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyHtoDAsync_v2(d + (size_t)i * SZ, in + (size_t)i * SZ, SZ, s));
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * SZ, d + (size_t)i * SZ, SZ, s));
+    CK(cuStreamSynchronize(s));
+    expect("after free and realloc", out, in, N * SZ);
+}
+
+/* Host function ("kernel") in stream order reading what the copies wrote. */
+struct hf { unsigned char *host; const unsigned char *want; int ok; };
+static void CUDA_CB hostfn(void *arg)
+{
+    struct hf *h = arg;
+    h->ok = memcmp(h->host, h->want, N * SZ) == 0;
+}
+static void sc_hostfunc(void)
+{
+    unsigned char *src = malloc(N * SZ);
+    fill(src, N * SZ, 24);
+    CUdeviceptr d = devfilled(src, N * SZ);
+    unsigned char *out = pinned(N * SZ);
+    CUstream s = mkstream(0);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * SZ, d + (size_t)i * SZ, SZ, s));
+    struct hf h = {out, src, -1};
+    CK(cuLaunchHostFunc(s, hostfn, &h));
+    CK(cuStreamSynchronize(s));
+    printf("hostfn_saw_copies: %d\n", h.ok);
+    if (h.ok != 1)
+        g_wrong = 1, printf("result: WRONG host function ran before the copies\n");
+    digest(out, N * SZ);
+    free(src);
+}
+
+/* ---- interposition ---------------------------------------------------------------- */
+
+static const char *lib_of(void *p)
+{
+    Dl_info di;
+    if (!p || !dladdr(p, &di) || !di.dli_fname)
+        return "-";
+    const char *slash = strrchr(di.dli_fname, '/');
+    return slash ? slash + 1 : di.dli_fname;
+}
+static const char *sym_of(void *p)
+{
+    Dl_info di;
+    if (!p || !dladdr(p, &di) || !di.dli_sname)
+        return "-";
+    return di.dli_sname;
+}
+static void show(const char *how, const char *name, int ver, int flags, CUresult rc, int status, void *p)
+{
+    printf("resolve: %s %s %d %d -> rc=%d status=%d lib=%s sym=%s\n", how, name, ver, flags, (int)rc, status,
+           lib_of(p), sym_of(p));
+}
+
+static void sc_resolve(void)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW);
+    const char *names[] = {"cuMemcpyAsync",        "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2_ptsz",
+                           "cuMemcpyDtoDAsync_v2", "cuStreamSynchronize",  "cuGetProcAddress",
+                           "cuGetProcAddress_v2",  "cuInit",               "cuNoSuchFunction"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        show("dlsym-handle", names[i], 0, 0, 0, 0, dlsym(h, names[i]));
+        show("dlsym-default", names[i], 0, 0, 0, 0, dlsym(RTLD_DEFAULT, names[i]));
+        show("dlsym-next", names[i], 0, 0, 0, 0, dlsym(RTLD_NEXT, names[i]));
+    }
+    /* direct reference through the link */
+    show("direct", "cuMemcpyHtoDAsync_v2", 0, 0, 0, 0, (void *)cuMemcpyHtoDAsync_v2);
+
+    /* the runtime's way: resolver through dlsym, then everything through it */
+    typedef CUresult (*gpa4_t)(const char *, void **, int, cuuint64_t);
+    typedef CUresult (*gpa5_t)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
+    gpa5_t gpa5 = (gpa5_t)dlsym(h, "cuGetProcAddress_v2");
+    gpa5_t gpa5p = (gpa5_t)dlsym(h, "cuGetProcAddress_v2_ptsz");
+    gpa4_t gpa4 = (gpa4_t)dlsym(h, "cuGetProcAddress");
+    const char *asks[] = {"cuMemcpyAsync", "cuMemcpyHtoDAsync", "cuMemcpyDtoHAsync", "cuMemcpyDtoDAsync",
+                          "cuEventRecord",  "cuStreamSynchronize", "cuLaunchKernel",  "cuMemcpyBatchAsync",
+                          "cuGetProcAddress", "cuCtxSynchronize", "cuMemAlloc", "cuNoSuchFunction"};
+    const int versions[] = {1000, 3020, 7000, 11030, 12000, 12080, 13000, 13010};
+    for (size_t a = 0; a < sizeof asks / sizeof asks[0]; a++)
+        for (size_t v = 0; v < sizeof versions / sizeof versions[0]; v++)
+            for (int flags = 0; flags <= 2; flags += 2) {
+                void *p = (void *)0x1;
+                CUdriverProcAddressQueryResult st = (CUdriverProcAddressQueryResult)-1;
+                CUresult rc = gpa5(asks[a], &p, versions[v], (cuuint64_t)flags, &st);
+                show("gpa_v2", asks[a], versions[v], flags, rc, (int)st, p);
+                p = (void *)0x1;
+                st = (CUdriverProcAddressQueryResult)-1;
+                rc = gpa5p(asks[a], &p, versions[v], (cuuint64_t)flags, &st);
+                show("gpa_v2_ptsz", asks[a], versions[v], flags, rc, (int)st, p);
+                p = (void *)0x1;
+                rc = gpa4(asks[a], &p, versions[v], (cuuint64_t)flags);
+                show("gpa", asks[a], versions[v], flags, rc, -1, p);
+            }
+    /* the runtime's second step: the resolver it got for "cuGetProcAddress" */
+    void *self4 = NULL, *self5 = NULL;
+    gpa5("cuGetProcAddress", &self4, 11030, 0, NULL);
+    gpa5("cuGetProcAddress", &self5, 12000, 0, NULL);
+    void *p = NULL;
+    CUresult rc = ((gpa4_t)self4)("cuMemcpyHtoDAsync", &p, 7000, 2);
+    show("self4", "cuMemcpyHtoDAsync", 7000, 2, rc, -1, p);
+    p = NULL;
+    rc = ((gpa5_t)self5)("cuMemcpyDtoHAsync", &p, 12000, 0, NULL);
+    show("self5", "cuMemcpyDtoHAsync", 12000, 0, rc, -1, p);
+
+    /* call through what the resolver handed out: the right wrapper counts it */
+    typedef CUresult (*h2d_t)(CUdeviceptr, const void *, size_t, CUstream);
+    h2d_t leg = NULL, pt = NULL;
+    CK(gpa5("cuMemcpyHtoDAsync", (void **)&leg, 12000, 0, NULL));
+    CK(gpa5("cuMemcpyHtoDAsync", (void **)&pt, 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, NULL));
+    unsigned char *in = pinned(SZ), *out = pinned(2 * SZ);
+    fill(in, SZ, 25);
+    CUdeviceptr d = devmem(2 * SZ);
+    CUstream s = mkstream(0);
+    CK(leg(d, in, SZ, s));
+    CK(pt(d + SZ, in, SZ, NULL));
+    CK(cuStreamSynchronize(s));
+    CK(cuStreamSynchronize_ptsz(NULL));
+    CK(cuMemcpyDtoH_v2(out, d, 2 * SZ));
+    expect("through resolved pointers", out, in, SZ);
+    expect("through resolved pointers (per-thread)", out + SZ, in, SZ);
+}
+
+static const struct { const char *name; void (*fn)(void); } scenarios[] = {
+    {"basic", sc_basic},           {"chain", sc_chain},
+    {"overwrite", sc_overwrite},   {"query", sc_query},
+    {"event", sc_event},           {"legacy", sc_legacy},
+    {"legacy_copies", sc_legacy_copies},
+    {"ptds_ctxsync", sc_ptds_ctxsync}, {"ptds_legacy", sc_ptds_legacy},
+    {"ptds_own", sc_ptds_own},     {"capture", sc_capture},
+    {"destroy", sc_destroy},       {"pageable", sc_pageable},
+    {"timer", sc_timer},           {"fork", sc_fork},
+    {"exit", sc_exit},             {"errors", sc_errors},
+    {"threads", sc_threads},       {"h2d_16k", sc_h2d_16k},
+    {"h2d_4k", sc_h2d_4k},         {"single", sc_single},
+    {"d2h_20", sc_d2h_20},         {"managed", sc_managed},
+    {"free_realloc", sc_free_realloc}, {"hostfunc", sc_hostfunc},
+    {"resolve", sc_resolve},
+};
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc < 2) {
+        fprintf(stderr, "usage: probe SCENARIO\nscenarios:");
+        for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
+            fprintf(stderr, " %s", scenarios[i].name);
+        fprintf(stderr, "\n");
+        return 2;
+    }
+    for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++) {
+        if (strcmp(argv[1], scenarios[i].name))
+            continue;
+        setup();
+        scenarios[i].fn();
+        printf("digest: %016llx\n", (unsigned long long)g_digest);
+        print_stats();
+        printf("result: %s\n", g_wrong ? "WRONG" : "ok");
+        return g_wrong;
+    }
+    fprintf(stderr, "probe: unknown scenario %s\n", argv[1]);
+    return 2;
+}
