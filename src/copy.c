@@ -84,10 +84,13 @@ CUresult cb_copy(int hook, int ptsz, int dirhint, CUdeviceptr dst, CUdeviceptr s
     }
     enum cb_stat_id why;
     if (bytes == 0) {
-        why = CB_ST_pass_zero; /* the batch API refuses 0-byte entries */
-    } else if (bytes > cb_opt(CB_OPT_max_copy)) {
-        why = CB_ST_pass_size;
-    } else if (cb_classify(dst, &rq.dcls) || cb_classify(src, &rq.scls)) {
+        /* The batch API refuses 0-byte entries; the copy touches no memory and
+         * waits for nothing, so it need not follow the queued run either. */
+        t->v[CB_ST_pass_zero]++;
+        t->v[CB_ST_copies_unknown]++;
+        return cb_copy_forward(hook, dst, src, bytes, stream);
+    }
+    if (cb_classify(dst, &rq.dcls) || cb_classify(src, &rq.scls)) {
         why = CB_ST_pass_query;
     } else if (rq.dcls.kind == CB_MEM_UNKNOWN || rq.scls.kind == CB_MEM_UNKNOWN) {
         why = CB_ST_pass_pageable; /* rule 1: the driver stages or synchronizes these */
@@ -99,22 +102,26 @@ CUresult cb_copy(int hook, int ptsz, int dirhint, CUdeviceptr dst, CUdeviceptr s
     } else {
         enum cb_direction d = direction(rq.dcls.kind, rq.scls.kind);
         t->v[CB_ST_copies_h2d + d]++;
-        if (!cb_policy_defer(d, bytes)) {
-            why = CB_ST_pass_policy;
-        } else {
-            CUresult rc = CUDA_SUCCESS;
-            if (cb_enqueue(&rq, &rc)) {
-                t->v[CB_ST_deferred]++;
-                return rc;
-            }
-            /* cb_enqueue counted its reason and flushed the stream already */
-            CUresult fr = cb_copy_forward(hook, dst, src, bytes, stream);
-            return rc != CUDA_SUCCESS ? rc : fr;
+        CUresult rc = CUDA_SUCCESS;
+        if (bytes > cb_opt(CB_OPT_max_copy) || !cb_policy_defer(d, bytes)) {
+            /* Eligible memory, just not worth batching.  This copy is asynchronous
+             * and holds the host to nothing, so issuing it ahead of the queued run
+             * is unobservable unless their ranges overlap (rule 5): only then must
+             * the run go first.  Interleaved copies of both kinds keep batching. */
+            t->v[bytes > cb_opt(CB_OPT_max_copy) ? CB_ST_pass_size : CB_ST_pass_policy]++;
+            CUresult fe = cb_flush_if_conflict(&rq);
+            rc = cb_copy_forward(hook, dst, src, bytes, stream);
+            return fe != CUDA_SUCCESS ? fe : rc;
         }
-        goto pass;
+        if (cb_enqueue(&rq, &rc)) {
+            t->v[CB_ST_deferred]++;
+            return rc;
+        }
+        /* cb_enqueue counted its reason and flushed the stream already */
+        CUresult fr = cb_copy_forward(hook, dst, src, bytes, stream);
+        return rc != CUDA_SUCCESS ? rc : fr;
     }
     t->v[CB_ST_copies_unknown]++;
-pass:
     t->v[why]++;
     CUresult fe = cb_flush_stream(stream, ptsz, CB_WHY_PASSTHROUGH);
     CUresult rc = cb_copy_forward(hook, dst, src, bytes, stream);

@@ -440,6 +440,22 @@ CUresult cb_flush_stream(CUstream s, int ptsz_entry, enum cb_flush_why why)
     return rc;
 }
 
+CUresult cb_flush_if_conflict(const struct cb_copy_req *rq)
+{
+    if (atomic_load_explicit(&cb_active, memory_order_acquire) == 0 || cb_tls_locked)
+        return CUDA_SUCCESS;
+    struct cb_run_key key = key_for(rq->stream, rq->sk);
+    CUresult rc = CUDA_SUCCESS;
+    q_lock();
+    struct cb_run *run = run_find(&key);
+    if (run && run->n > 0 && hazard(run, rq))
+        rc = run_flush(run, CB_WHY_HAZARD);
+    else if (run && run->active && run->n == 0)
+        rc = run_flush(run, CB_WHY_STREAM); /* a pending join or error: settle it */
+    q_unlock();
+    return rc;
+}
+
 /* Flush every active run, or only blocking ones (legacy rule).  Lock held. */
 static CUresult flush_matching(int only_blocking, enum cb_flush_why why)
 {

@@ -163,37 +163,33 @@ static CUresult submit_on(struct cb_run *run, CUstream stream, CUstream side)
     attr.srcAccessOrder = cb_opt(CB_OPT_src_order) == CB_SRC_ORDER_ANY ? CU_MEMCPY_SRC_ACCESS_ORDER_ANY
                                                                         : CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
     attr.flags = cb_opt(CB_OPT_overlap) ? CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE : 0;
+    /* A run is flushed when it reaches CUBATCH_MAX_BATCH, so this loop runs once;
+     * it only guarantees that no call ever exceeds the bound. */
     size_t max = cb_opt(CB_OPT_max_batch);
     for (size_t off = 0; off < n; off += max) {
         size_t cnt = n - off < max ? n - off : max;
         size_t zero = 0;
-        CUresult rc;
-        if (cnt == 1) {
-            rc = single(run, off, side); /* a chunk tail of one: rule 8 */
-            t->v[CB_ST_singles]++;
+        CUresult rc = cb_drv.MemcpyBatchAsync(run->dsts + off, run->srcs + off, run->sizes + off, cnt, &attr, &zero,
+                                              1, stream);
+        if (rc == CUDA_SUCCESS) {
+            t->v[CB_ST_batches]++;
+            t->v[CB_ST_batched_copies] += cnt;
+            cb_stat_max(CB_ST_batch_max, cnt);
         } else {
-            rc = cb_drv.MemcpyBatchAsync(run->dsts + off, run->srcs + off, run->sizes + off, cnt, &attr, &zero, 1,
-                                         stream);
-            if (rc == CUDA_SUCCESS) {
-                t->v[CB_ST_batches]++;
-                t->v[CB_ST_batched_copies] += cnt;
-                cb_stat_max(CB_ST_batch_max, cnt);
-            } else {
-                /* Replay one by one: the failing copy gets the driver's own error.
-                 * Copies of one run never overlap, so re-running a copy the driver
-                 * may already have done writes the same bytes. */
-                cb_log(CB_LOG_NOTICE, "cuMemcpyBatchAsync of %zu copies failed (%d); replaying them one by one",
-                       cnt, (int)rc);
-                t->v[CB_ST_batch_errors]++;
-                rc = CUDA_SUCCESS;
-                for (size_t i = off; i < off + cnt; i++) {
-                    CUresult r1 = single(run, i, side);
-                    t->v[CB_ST_replayed]++;
-                    if (r1 != CUDA_SUCCESS) {
-                        t->v[CB_ST_replay_errors]++;
-                        if (rc == CUDA_SUCCESS)
-                            rc = r1;
-                    }
+            /* Replay one by one: the failing copy gets the driver's own error.
+             * Copies of one run never overlap, so re-running a copy the driver
+             * may already have done writes the same bytes. */
+            cb_log(CB_LOG_NOTICE, "cuMemcpyBatchAsync of %zu copies failed (%d); replaying them one by one", cnt,
+                   (int)rc);
+            t->v[CB_ST_batch_errors]++;
+            rc = CUDA_SUCCESS;
+            for (size_t i = off; i < off + cnt; i++) {
+                CUresult r1 = single(run, i, side);
+                t->v[CB_ST_replayed]++;
+                if (r1 != CUDA_SUCCESS) {
+                    t->v[CB_ST_replay_errors]++;
+                    if (rc == CUDA_SUCCESS)
+                        rc = r1;
                 }
             }
         }

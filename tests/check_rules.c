@@ -293,6 +293,19 @@ START_TEST(policy_keeps_slow_band_out)
 }
 END_TEST
 
+START_TEST(policy_pass_through_keeps_the_run)
+{
+    struct pair p = both("interleave", NULL);
+    STAT_EQ(p.shim, "pass_policy", 17);
+    STAT_EQ(p.shim, "deferred", 16 + 2);
+    STAT_EQ(p.shim, "batches", 2);       /* the 16 D2H copies stayed one run ... */
+    STAT_EQ(p.shim, "batch_max", 16);
+    STAT_EQ(p.shim, "flush_hazard", 1);  /* ... until the overwrite of what they read */
+    STAT_EQ(p.shim, "flush_passthrough", 0);
+    pair_free(&p);
+}
+END_TEST
+
 START_TEST(managed_memory)
 {
     struct pair p = both("managed", NULL);
@@ -485,9 +498,13 @@ END_TEST
 
 /* ---- rule 10: process life ------------------------------------------------------------------ */
 
+/* The timer is pushed out of the way (1 s) so that only the flush under test can
+ * explain the batches seen. */
+static const char *const no_timer[] = {"CUBATCH_FLUSH_US=1000000", NULL};
+
 START_TEST(exit_flushes)
 {
-    struct pair p = both("exit", NULL);
+    struct pair p = both("exit", no_timer);
     STAT_EQ(p.shim, "flush_exit", 1);
     ck_assert_int_eq(log_count(&p.shim, BATCH), 1);
     pair_free(&p);
@@ -496,7 +513,7 @@ END_TEST
 
 START_TEST(fork_flushes_and_child_starts_empty)
 {
-    struct pair p = both("fork", NULL);
+    struct pair p = both("fork", no_timer);
     ck_assert_int_eq(num_of(&p.shim, "batches_at_fork: "), 1);
     char buf[64];
     ck_assert_str_eq(line_of(&p.shim, "child_flush: ", buf, sizeof buf), "0 0");
@@ -629,7 +646,7 @@ int main(void)
     Suite *s = suite_create("rules");
     struct { const char *name; const TTest *tests[8]; } cases[] = {
         {"deferral", {runs_become_batches, pageable_passes_through, single_copy_goes_out_as_itself,
-                      policy_keeps_slow_band_out, managed_memory}},
+                      policy_keeps_slow_band_out, policy_pass_through_keeps_the_run, managed_memory}},
         {"capture", {capture_flushes_then_passes_through}},
         {"legacy", {legacy_work_follows_blocking_runs, legacy_copies_never_batch}},
         {"per_thread_stream", {ptds_own_thread, ptds_other_thread_ctx_sync, ptds_other_thread_legacy}},

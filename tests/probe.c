@@ -550,6 +550,33 @@ static void sc_h2d_4k(void) { copies_then_sync(1, 16, 4096); }
 static void sc_single(void) { copies_then_sync(0, 1, 4096); }
 static void sc_d2h_20(void) { copies_then_sync(0, 20, 4096); }
 
+/* Deferred 4 KiB D2H copies interleaved with 16 KiB H2D copies that the policy
+ * passes through: disjoint ones do not break the run; one that overwrites what a
+ * queued copy still has to read must wait for it (rule 5 across pass-through). */
+static void sc_interleave(void)
+{
+    enum { BIG = 16384 };
+    unsigned char *old = malloc(K * SZ);
+    fill(old, K * SZ, 26);
+    CUdeviceptr dA = devfilled(old, K * SZ), dB = devmem(K * BIG);
+    unsigned char *out = pinned(K * SZ), *in = pinned(K * BIG), *back = pinned(K * BIG + K * SZ);
+    fill(in, K * BIG, 27);
+    CUstream s = mkstream(0);
+    for (int i = 0; i < K; i++) {
+        CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * SZ, dA + (size_t)i * SZ, SZ, s));
+        CK(cuMemcpyHtoDAsync_v2(dB + (size_t)i * BIG, in + (size_t)i * BIG, BIG, s));
+    }
+    /* overwrites dA while the queued D2H copies have not read it yet */
+    CK(cuMemcpyHtoDAsync_v2(dA, in, BIG, s));
+    CK(cuMemcpyDtoHAsync_v2(back, dB, K * BIG, s));
+    CK(cuMemcpyDtoHAsync_v2(back + K * BIG, dA, BIG, s));
+    CK(cuStreamSynchronize(s));
+    expect("read before the overwrite", out, old, K * SZ);
+    expect("passed-through copies", back, in, K * BIG);
+    expect("the overwrite", back + K * BIG, in, BIG);
+    free(old);
+}
+
 /* cuMemcpyAsync (unified) with managed and pinned memory, both directions. */
 static void sc_managed(void)
 {
@@ -716,7 +743,7 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"h2d_4k", sc_h2d_4k},         {"single", sc_single},
     {"d2h_20", sc_d2h_20},         {"managed", sc_managed},
     {"free_realloc", sc_free_realloc}, {"hostfunc", sc_hostfunc},
-    {"resolve", sc_resolve},
+    {"interleave", sc_interleave},   {"resolve", sc_resolve},
 };
 
 int main(int argc, char **argv)

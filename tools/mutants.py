@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""Break cubatch on purpose, one rule at a time, and check the test suite notices.
+
+Each mutant is one textual change to src/; the library is rebuilt, the rule tests
+(tests/check_rules, tests/check_units) run, and the mutant must make at least one
+of them fail.  The source is restored afterwards, whatever happens.
+Usage (from a configured build tree = source tree): tools/mutants.py [NAME...]"""
+import subprocess, sys, pathlib
+
+MUTANTS = {
+    # name: (file, original text, broken text, rule)
+    "no-hazard-check": ("src/queue.c", "    return hazard_sets(&run->writes, &run->reads, rq->dst, rq->src, rq->bytes);",
+                        "    (void)hazard_sets; (void)run; (void)rq; return 0;", "rule 5"),
+    "stream-calls-do-not-flush": ("src/hooks.c", "CUresult fe = cb_flush_stream(CB_EXPAND aarg, ptsz, CB_WHY_STREAM);    \\\n        return cb_finish",
+                                  "CUresult fe = CUDA_SUCCESS; (void)(CB_EXPAND aarg);                    \\\n        return cb_finish", "rule 6"),
+    "context-calls-do-not-flush": ("src/hooks.c", "        CUresult fe = cb_flush_all(CB_WHY_CONTEXT);                            \\\n        return cb_finish(fe, CB_FORWARD(name, args));",
+                                   "        CUresult fe = CUDA_SUCCESS;                                            \\\n        return cb_finish(fe, CB_FORWARD(name, args));", "rule 6"),
+    "legacy-does-not-flush": ("src/queue.c", "CUresult cb_flush_legacy(void)\n{\n", "CUresult cb_flush_legacy(void)\n{\n    return CUDA_SUCCESS;\n", "rule 3"),
+    "capture-ignored": ("src/queue.c", "    if (cap != CU_STREAM_CAPTURE_STATUS_NONE) {", "    if (0) {", "rule 2"),
+    "ptds-side-stream-skipped": ("src/queue.c", "        if (!run->active || (only_blocking && !run->blocking && !run->ptds))",
+                                 "        if (!run->active || (run->ptds && !run_is_owner(run)) || (only_blocking && !run->blocking && !run->ptds))", "rule 4"),
+    "ptds-no-legacy-join": ("src/submit.c", "        rc = cb_drv.StreamWaitEvent(CU_STREAM_LEGACY, done, 0);", "        rc = CUDA_SUCCESS;", "rule 4"),
+    "no-timer": ("src/flusher.c", "void cb_flusher_kick(void)\n{\n", "void cb_flusher_kick(void)\n{\n    return;\n", "rule 7"),
+    "no-chunking": ("src/queue.c", "    if (run->n >= cb_opt(CB_OPT_max_batch)) {", "    if (0) {", "rule 7"),
+    "min-run-ignored": ("src/submit.c", "    if (n < cb_opt(CB_OPT_min_run)) {", "    if (n < 1) {", "rule 8"),
+    "no-replay": ("src/submit.c", "                rc = CUDA_SUCCESS;\n                for (size_t i = off; i < off + cnt; i++) {",
+                  "                continue;\n                for (size_t i = off; i < off + cnt; i++) {", "rule 9"),
+    "no-exit-flush": ("src/flusher.c", "static void at_exit(void) { cb_queue_exit(); }", "static void at_exit(void) { }", "rule 10"),
+    "no-fork-flush": ("src/queue.c", "    flush_matching(0, CB_WHY_EXIT); /* the parent loses nothing */", "    /* mutant */", "rule 10"),
+    "pageable-deferred": ("src/copy.c", "    } else if (rq.dcls.kind == CB_MEM_UNKNOWN || rq.scls.kind == CB_MEM_UNKNOWN) {",
+                          "    } else if (0) {", "rule 1"),
+    "version-ignored": ("src/resolve.c", "    if (v < 13000) {", "    if (0) {", "section 2"),
+    "no-pointer-swap": ("src/resolve.c", "    return e ? e->wrapper : p;", "    return (void)e, p;", "section 1"),
+    "pass-through-ignores-hazard": ("src/queue.c", "    if (run && run->n > 0 && hazard(run, rq))\n        rc = run_flush(run, CB_WHY_HAZARD);",
+                                    "    if (0)\n        rc = run_flush(run, CB_WHY_HAZARD);", "rule 5"),
+}
+
+def sh(cmd):
+    return subprocess.run(cmd, shell=True, capture_output=True, text=True)
+
+def main():
+    names = sys.argv[1:] or list(MUTANTS)
+    survived = []
+    for name in names:
+        path, old, new, rule = MUTANTS[name]
+        p = pathlib.Path(path)
+        text = p.read_text()
+        if text.count(old) != 1:
+            print(f"{name}: pattern not found once in {path}; update the mutant"); survived.append(name); continue
+        try:
+            p.write_text(text.replace(old, new))
+            b = sh("make -s src/libcubatch.la tests/check_units 2>&1")
+            if b.returncode:
+                print(f"{name}: does not build\n{b.stdout[-2000:]}"); survived.append(name); continue
+            r = sh("./tests/check_rules 2>&1; ./tests/check_units 2>&1")
+            fails = sorted({l.split(':')[3] for l in r.stdout.splitlines() if ':F:' in l or ':E:' in l})
+            print(f"{name} ({rule}): {'caught by ' + ', '.join(fails) if fails else 'SURVIVED'}")
+            if not fails: survived.append(name)
+        finally:
+            p.write_text(text)
+    sh("make -s src/libcubatch.la tests/check_units")
+    print(f"{len(names) - len(survived)} of {len(names)} mutants caught")
+    return 1 if survived else 0
+
+if __name__ == "__main__":
+    sys.exit(main())
