@@ -3,15 +3,17 @@
  *
  * Bounded waiting: a program that queues copies and then computes on the CPU
  * makes no call that would flush them, and without cubatch they would already be
- * running.  A background thread wakes every CUBATCH_FLUSH_US/2 while runs exist
- * and submits any run older than CUBATCH_FLUSH_US (default 200 us).  It sleeps
- * indefinitely once runs have stayed empty for a while, so an idle process pays
- * nothing, and the copy path signals it only when it is asleep (rare), not per
- * copy.  A per-thread-stream run it flushes goes through the side stream
- * (submit.c), since only the owner can name that stream. */
+ * running.  A background thread submits every run the program has stopped adding
+ * to (queue.c, cb_runs_timer_pass, says when) and sleeps until the next run is
+ * due.  It only runs while runs exist: after CB_FL_IDLE_NS without any it waits on
+ * a condition variable, and the copy path wakes it (one futex call) only then,
+ * never per copy.  Its timer slack is set to 1 us so that a 10 us sleep is 10 us.
+ * A per-thread-stream run it flushes goes through the side stream (submit.c),
+ * since only the owner can name that stream. */
 #include "internal.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -21,7 +23,6 @@ static atomic_int cb_fl_awake;   /* the thread is polling */
 static int cb_fl_started;
 static atomic_int cb_armed;      /* atexit/atfork registered */
 
-#define CB_FL_IDLE_ROUNDS 500    /* empty polls before sleeping for good */
 
 uint64_t cb_now_ns(void)
 {
@@ -30,33 +31,41 @@ uint64_t cb_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+#define CB_FL_MIN_NAP_NS 2000u
+
 static void *flusher_main(void *arg)
 {
     (void)arg;
-    unsigned idle = 0;
+#ifdef PR_SET_TIMERSLACK
+    prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+#endif
     for (;;) {
-        pthread_mutex_lock(&cb_fl_lock);
-        while (!atomic_load(&cb_fl_awake))
-            pthread_cond_wait(&cb_fl_cond, &cb_fl_lock);
-        pthread_mutex_unlock(&cb_fl_lock);
-        uint64_t bound = cb_opt(CB_OPT_flush_us) * 1000u;
-        uint64_t nap = bound / 2 ? bound / 2 : 1000;
+        uint64_t now = cb_now_ns(), next;
+        if (!cb_runs_timer_pass(now, &next)) {
+            /* No run left: wait for the copy path's kick.  awake is cleared
+             * before the runs are counted again, and the copy path counts its
+             * run before it reads awake, so one of the two always sees the other. */
+            pthread_mutex_lock(&cb_fl_lock);
+            atomic_store(&cb_fl_awake, 0);
+            if (!cb_runs_pending())
+                while (!atomic_load(&cb_fl_awake))
+                    pthread_cond_wait(&cb_fl_cond, &cb_fl_lock);
+            atomic_store(&cb_fl_awake, 1);
+            pthread_mutex_unlock(&cb_fl_lock);
+            continue;
+        }
+        uint64_t nap = next == UINT64_MAX ? CB_FL_MIN_NAP_NS : (next > now ? next - now : 0);
+        if (nap < CB_FL_MIN_NAP_NS)
+            nap = CB_FL_MIN_NAP_NS;
         struct timespec ts = {(time_t)(nap / 1000000000u), (long)(nap % 1000000000u)};
         nanosleep(&ts, NULL);
-        uint64_t next;
-        if (cb_runs_timer_pass(cb_now_ns(), bound, &next)) {
-            idle = 0;
-        } else if (++idle >= CB_FL_IDLE_ROUNDS) {
-            idle = 0;
-            atomic_store(&cb_fl_awake, 0);
-        }
     }
     return NULL;
 }
 
 void cb_flusher_kick(void)
 {
-    if (CB_LIKELY(atomic_load_explicit(&cb_fl_awake, memory_order_relaxed)))
+    if (CB_LIKELY(atomic_load(&cb_fl_awake))) /* seq_cst: pairs with the flusher's store */
         return;
     pthread_mutex_lock(&cb_fl_lock);
     if (!cb_fl_started) {

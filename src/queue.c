@@ -28,6 +28,7 @@ static struct cb_run *cb_runs;
 /* Runs that hold copies, a pending join or a pending error.  Zero lets every
  * flush trigger return without taking the lock. */
 static atomic_int cb_active;
+static atomic_int cb_nonempty; /* runs holding copies: what the timer waits for */
 /* Bumped whenever a run is freed: validates the per-thread last-run cache. */
 static uint64_t cb_runs_epoch = 1;
 static int cb_exiting;
@@ -148,6 +149,11 @@ static void run_set_active(struct cb_run *run)
         atomic_fetch_add(&cb_active, a ? 1 : -1);
         run->active = a;
     }
+    int q = run->n > 0;
+    if (q != run->queued) {
+        atomic_fetch_add(&cb_nonempty, q ? 1 : -1);
+        run->queued = q;
+    }
 }
 
 static void run_free(struct cb_run *run)
@@ -155,6 +161,8 @@ static void run_free(struct cb_run *run)
     HASH_DEL(cb_runs, run);
     if (run->active)
         atomic_fetch_sub(&cb_active, 1);
+    if (run->queued)
+        atomic_fetch_sub(&cb_nonempty, 1);
     free(run->dsts);
     free(run->srcs);
     free(run->sizes);
@@ -306,7 +314,8 @@ static int run_open(struct cb_run *run, const struct cb_copy_req *rq, enum cb_st
         }
         run->device = dev;
     }
-    run->opened_ns = cb_now_ns();
+    run->opened_ns = run->last_ns = cb_now_ns();
+    run->gap_ns = 0;
     return 0;
 }
 
@@ -372,10 +381,11 @@ int cb_enqueue(const struct cb_copy_req *rq, CUresult *rc)
         if (cb_drv.CtxGetCurrent(&cur) != CUDA_SUCCESS || cur != run->ctx)
             *rc = run_flush(run, CB_WHY_STREAM); /* the thread switched context */
     }
+    int opened = 0;
     if (run->n == 0) {
         if (run_open(run, rq, &why))
             goto pass;
-        cb_flusher_kick();
+        opened = 1;
     }
     /* Device memory must belong to the stream's device (peer copies pass). */
     if ((rq->dcls.kind == CB_MEM_DEVICE && rq->dcls.device != run->device) ||
@@ -395,6 +405,11 @@ int cb_enqueue(const struct cb_copy_req *rq, CUresult *rc)
     run->sizes[i] = rq->bytes;
     run->hooks[i] = (unsigned char)rq->hook;
     run->streams[i] = rq->stream;
+    if (i > 0) { /* the pace of this run, for the idle detection of the timer */
+        uint64_t now = cb_now_ns();
+        run->gap_ns = (7 * run->gap_ns + (now - run->last_ns)) / 8;
+        run->last_ns = now;
+    }
     if (run->n >= cb_opt(CB_OPT_max_batch)) {
         CUresult fr = run_flush(run, CB_WHY_FULL);
         if (*rc == CUDA_SUCCESS)
@@ -402,6 +417,8 @@ int cb_enqueue(const struct cb_copy_req *rq, CUresult *rc)
     }
     run_set_active(run);
     q_unlock();
+    if (opened)
+        cb_flusher_kick(); /* after the run is counted: see flusher.c */
     cb_lifecycle_arm();
     return 1;
 
@@ -439,6 +456,8 @@ CUresult cb_flush_stream(CUstream s, int ptsz_entry, enum cb_flush_why why)
     q_unlock();
     return rc;
 }
+
+int cb_runs_pending(void) { return atomic_load(&cb_nonempty) > 0; }
 
 CUresult cb_flush_if_conflict(const struct cb_copy_req *rq)
 {
@@ -527,23 +546,39 @@ void cb_forget_context(CUcontext ctx, int device)
     q_unlock();
 }
 
-int cb_runs_timer_pass(uint64_t now_ns, uint64_t bound_ns, uint64_t *next_deadline)
+/* Rule 7.  A run is submitted once the program has stopped adding to it: no copy
+ * for 4 x the run's usual gap between copies, kept between CUBATCH_FLUSH_US / 10
+ * and CUBATCH_FLUSH_US; and whatever the pace, once it is 10 x CUBATCH_FLUSH_US
+ * old.  With the default 100 us, a tight loop of copies (gaps well under a
+ * microsecond) is submitted ~10 us after its last copy, so the copies start while
+ * the program computes, and a Python loop issuing a copy every 10 us still forms
+ * one run.  Returns 1 while runs exist; *next_deadline is when the earliest
+ * remaining run becomes due. */
+int cb_runs_timer_pass(uint64_t now_ns, uint64_t *next_deadline)
 {
     int busy = 0;
     *next_deadline = UINT64_MAX;
     if (atomic_load_explicit(&cb_active, memory_order_acquire) == 0)
         return 0;
+    uint64_t cap = cb_opt(CB_OPT_flush_us) * 1000u;
     q_lock();
     struct cb_run *run, *tmp;
     HASH_ITER(hh, cb_runs, run, tmp) {
         if (run->n == 0)
             continue;
         busy = 1;
-        uint64_t deadline = run->opened_ns + bound_ns;
-        if (deadline <= now_ns)
+        uint64_t idle = 4 * run->gap_ns;
+        if (idle < cap / 10)
+            idle = cap / 10;
+        if (idle > cap)
+            idle = cap;
+        uint64_t due = run->last_ns + idle, hard = run->opened_ns + 10 * cap;
+        if (hard < due)
+            due = hard;
+        if (due <= now_ns)
             run_flush(run, CB_WHY_TIMER);
-        else if (deadline < *next_deadline)
-            *next_deadline = deadline;
+        else if (due < *next_deadline)
+            *next_deadline = due;
     }
     q_unlock();
     return busy;
@@ -571,9 +606,11 @@ void cb_queue_atfork_child(void)
     struct cb_run *run, *tmp;
     HASH_ITER(hh, cb_runs, run, tmp) {
         run->active = 0;
+        run->queued = 0;
         run_free(run);
     }
     atomic_store(&cb_active, 0);
+    atomic_store(&cb_nonempty, 0);
     cb_tls_last.run = NULL;
     cb_submit_atfork_child();
     pthread_mutex_init(&cb_q_lock, NULL);

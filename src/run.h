@@ -24,6 +24,7 @@ struct cb_run {
     int orphan;         /* its owner thread has exited */
     int blocking;       /* synchronizes with the legacy stream */
     int active;         /* counted in cb_active (see queue.c) */
+    int queued;         /* counted in cb_nonempty */
     CUcontext ctx;
     int device;
     /* the queued copies, struct-of-arrays so a batch needs no copying */
@@ -33,7 +34,9 @@ struct cb_run {
     CUstream *streams;     /* stream argument as the program passed it */
     size_t n, cap;
     struct cb_iset writes, reads;
-    uint64_t opened_ns;
+    uint64_t opened_ns; /* when the first copy was queued */
+    uint64_t last_ns;   /* when the latest copy was queued */
+    uint64_t gap_ns;    /* running mean of the time between two queued copies */
     CUevent ev_start;   /* per-thread stream: recorded on it when the run opened */
     CUevent ev_join;    /* per-thread stream: side-submitted, owner must wait on it */
     CUresult pending;   /* error of a flush made on this stream's behalf, not yet reported */

@@ -34,3 +34,6 @@ nvflags="-std=c++17 -O2 $gencode -Xcompiler -Wall,-Wextra"
     -o "$out/rt_copies_shared"
 # shellcheck disable=SC2086
 "$nvcc" $nvflags --default-stream per-thread "$src/rt_copies.cu" -o "$out/rt_copies_ptds"
+# The simulated-driver rule scenarios (tests/probe.c), for the real driver.
+${CC:-cc} -std=c11 -O2 -Wall -Wextra -I"$cuda/include" "$src/../probe.c" \
+    -o "$out/probe" -L"$stubs" -lcuda -lpthread -ldl

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The rule scenarios of tests/probe.c (written for the simulated driver) on a real
+# GPU: each runs without and with cubatch; both must say "result: ok" and print
+# the same digest and return codes.  One table line per scenario with cubatch's
+# counters.  Skips (77) without a GPU.
+#
+#   run-probe.sh PROBE LIBCUBATCH [OUTFILE]
+set -u
+[ -e /dev/nvidiactl ] || { echo "run-probe: no GPU here, skipped"; exit 77; }
+probe=$1 lib=$2 out=${3:-/dev/null}
+unset LD_PRELOAD
+fail=0
+tmp=$(mktemp -d)
+printf '%-16s %-6s %-6s %-5s %s\n' scenario plain cubatch same counters | tee "$out"
+for sc in basic chain overwrite query event legacy legacy_copies ptds_own ptds_ctxsync ptds_legacy \
+          capture destroy pageable timer fork exit errors threads h2d_16k h2d_4k single d2h_20 \
+          managed free_realloc hostfunc interleave resolve; do
+    timeout 120 "$probe" "$sc" >"$tmp/plain" 2>&1; p=$?
+    CUBATCH_STATS=json CUBATCH_STATS_FILE="$tmp/stats.json" LD_PRELOAD="$lib" \
+        timeout 120 "$probe" "$sc" >"$tmp/shim" 2>&1; s=$?
+    same=yes
+    for k in 'digest:' 'rc:'; do
+        cmp -s <(grep "^$k" "$tmp/plain") <(grep "^$k" "$tmp/shim") || same=no
+    done
+    if [ "$sc" = resolve ]; then
+        # the driver's answers (everything before lib=) must not change
+        cmp -s <(grep '^resolve:' "$tmp/plain" | sed 's/ lib=.*//') \
+               <(grep '^resolve:' "$tmp/shim" | sed 's/ lib=.*//') || same=no
+        wrapped=$(grep -c '^resolve:.*lib=libcubatch.so' "$tmp/shim")
+    fi
+    counters=$(python3 - "$tmp/stats.json" <<'PY'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("no stats"); sys.exit()
+c = d["counters"]
+keys = ["copies", "deferred", "batches", "singles", "side_submits", "flush_hazard", "flush_timer",
+        "pass_capture", "pass_pageable", "pass_legacy", "pass_policy", "pass_query", "pass_foreign", "batch_errors"]
+print(" ".join(f"{k}={c[k]}" for k in keys if c.get(k)))
+PY
+)
+    [ "$sc" = resolve ] && counters="$counters wrapped_lines=$wrapped"
+    pr=$(grep -q '^result: ok' "$tmp/plain" && [ $p -eq 0 ] && echo ok || echo FAIL)
+    sr=$(grep -q '^result: ok' "$tmp/shim" && [ $s -eq 0 ] && echo ok || echo FAIL)
+    printf '%-16s %-6s %-6s %-5s %s\n' "$sc" "$pr" "$sr" "$same" "$counters" | tee -a "$out"
+    if [ "$pr$sr$same" != okokyes ]; then
+        fail=1
+        { echo "--- $sc plain (exit $p)"; tail -5 "$tmp/plain"; echo "--- $sc cubatch (exit $s)"; tail -5 "$tmp/shim"; } | tee -a "$out"
+    fi
+    rm -f "$tmp/stats.json"
+done
+rm -rf "$tmp"
+exit $fail
