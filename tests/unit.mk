@@ -23,3 +23,12 @@ tests_check_rules_CPPFLAGS = $(AM_CPPFLAGS) -DBUILDDIR='"$(abs_top_builddir)"'
 tests_check_rules_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_check_rules_LDADD = $(CHECK_LIBS)
 EXTRA_DIST += tests/check_exports.sh
+
+# Differential fuzzer (tests/fuzz/README.md): random driver programs run plain and
+# preloaded on the simulated driver, outputs compared; saved regressions replayed.
+check_PROGRAMS += tests/fuzz/fuzz
+TESTS += tests/fuzz/check_fuzz.sh
+tests_fuzz_fuzz_SOURCES = tests/fuzz/fuzz.c
+tests_fuzz_fuzz_LDADD = tests/sim/libcuda.la -lpthread -ldl
+tests_fuzz_fuzz_LDFLAGS = -no-install $(AM_LDFLAGS)
+EXTRA_DIST += tests/fuzz/check_fuzz.sh tests/fuzz/run-fuzz.sh tests/fuzz/README.md tests/fuzz/regressions

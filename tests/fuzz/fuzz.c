@@ -1,0 +1,2016 @@
+/* fuzz.c - differential fuzzer for cubatch (see tests/fuzz/README.md).
+ *
+ * One program, three roles:
+ *   fuzz gen  --seed S --len N            print the generated op list
+ *   fuzz run  (--seed S --len N | --ops FILE)
+ *                                         validate, execute against the driver this
+ *                                         binary is linked to (the simulated one), and
+ *                                         print what it observed
+ *   fuzz drive [--seeds A-B] [--seconds T] [--len N] [-j J] --lib LIBCUBATCH
+ *              [--regress DIR] [--replay FILE...]
+ *                                         run every seed plain and under LD_PRELOAD,
+ *                                         compare, shrink divergences, save them
+ *
+ * Programs are generated against a happens-before model (vector clocks over
+ * streams and host threads): every pair of conflicting accesses (same bytes, one
+ * a write) is ordered by stream order, events, legacy-stream semantics or host
+ * synchronization, so the final bytes do not depend on scheduling, and a program
+ * run with and without cubatch must print the same thing.  A replayed op list
+ * (a shrinking candidate or a saved regression) is validated against the same
+ * model first; a list that would race is refused (exit 3), never run. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#define __CUDA_API_VERSION_INTERNAL 1 /* call exact variants: _v2, _ptsz, _ptds */
+#include <cuda.h>
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------ limits */
+
+enum { NSLOT = 8, NSTREAM = 6, NEV = 4, MAXA = 64, MAXW = 3, MAXSUB = 64, MAXOPS = 4096 };
+
+/* allocation kinds */
+enum { K_DEV, K_PIN, K_HA, K_REG, K_MAN, K_PAGE, NKIND };
+static const char *kname[NKIND] = {"dev", "pin", "hostalloc", "reg", "managed", "page"};
+
+/* op types */
+enum {
+    O_ALLOC, O_FREE, O_SCREATE, O_SDESTROY, O_COPY, O_MEMSET, O_HFUNC, O_EREC, O_EWAIT, O_ESYNC, O_EQUERY,
+    O_SSYNC, O_SQUERY, O_CSYNC, O_HWRITE, O_HREAD, O_SYNCCOPY, O_CAPTURE, O_THREADS, NOPT
+};
+static const char *oname[NOPT] = {"alloc", "free", "screate", "sdestroy", "copy", "memset", "hfunc", "erec",
+                                  "ewait", "esync", "equery", "ssync", "squery", "csync", "hwrite", "hread",
+                                  "synccopy", "capture", "threads"};
+
+/* copy entry points */
+enum { A_ANY, A_H2D, A_D2H, A_D2D, NAPI };
+static const char *aname[NAPI] = {"any", "h2d", "d2h", "d2d"};
+
+struct op {
+    int type;
+    int api, ptsz, hf; /* entry point, _ptsz twin, handle form (0 NULL, 1 special constant, 2 handle) */
+    int s;             /* stream slot: 0 legacy, 1 per-thread, 2.. created */
+    int a, b;          /* allocation slots: destination, source */
+    size_t ao, bo, n;
+    int e;
+    unsigned val;      /* memset value, pattern, hfunc constant, stream flags, capture mode */
+    int kind;          /* alloc kind */
+    int err;           /* deliberate error: 1 overrun, 2 stale stream handle */
+    int w;             /* worker (threads sub-op) */
+    int ls, lptsz, lhf, reps; /* capture: launch stream */
+    int nsub;
+    struct op *sub;
+    /* runtime */
+    void *hfp;
+};
+
+static struct op g_ops[MAXOPS];
+static int g_nops;
+
+/* ------------------------------------------------------------------ small helpers */
+
+static uint64_t rng_state;
+static uint64_t rnd(void)
+{
+    /* splitmix64 */
+    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static size_t rn(size_t n) { return n ? (size_t)(rnd() % n) : 0; }
+static int pct(int p) { return (int)rn(100) < p; }
+
+static uint64_t hash_bytes(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    uint64_t h = 1469598103934665603ull ^ n;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, b + i, 8);
+        h = (h ^ w) * 1099511628211ull;
+        h ^= h >> 29;
+    }
+    for (; i < n; i++)
+        h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+static void fill_pattern(unsigned char *p, size_t n, unsigned seed)
+{
+    uint32_t x = seed * 2654435761u + 0x9e37u;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        p[i] = (unsigned char)x;
+    }
+}
+
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    exit(2);
+}
+
+/* ------------------------------------------------------------------ the model */
+
+typedef struct { uint32_t c[MAXA]; } vc_t;
+struct acc { size_t off, len; uint32_t t; uint16_t actor; uint8_t w; };
+
+struct model {
+    vc_t vc[MAXA];
+    int nact;
+    /* allocation slots */
+    int live[NSLOT], kind[NSLOT];
+    size_t size[NSLOT];
+    int nacc[NSLOT], base[NSLOT];
+    /* stream slots */
+    int s_live[NSTREAM], s_actor[NSTREAM], s_blocking[NSTREAM], s_stale[NSTREAM];
+    int ev_rec[NEV];
+    vc_t ev[NEV];
+    int blocks; /* thread blocks so far */
+    char why[160];
+};
+
+static struct acc *g_acc[NSLOT];
+static int g_acccap[NSLOT];
+
+/* The executing thread's view: its host actor, the legacy stream as it sees it,
+ * its per-thread stream, and (for a worker) the allocations it may touch. */
+struct view {
+    int host, legacy, pts;
+    int main; /* 1: the main thread (created streams usable) */
+    unsigned slots; /* worker: allowed slots bitmask */
+};
+
+static void vjoin(vc_t *a, const vc_t *b)
+{
+    for (int i = 0; i < MAXA; i++)
+        if (b->c[i] > a->c[i])
+            a->c[i] = b->c[i];
+}
+
+static int new_actor(struct model *m)
+{
+    if (m->nact >= MAXA)
+        return -1;
+    int a = m->nact++;
+    memset(&m->vc[a], 0, sizeof m->vc[a]);
+    return a;
+}
+
+static void model_init(struct model *m)
+{
+    memset(m, 0, sizeof *m);
+    m->nact = 0;
+    new_actor(m); /* 0: main host */
+    new_actor(m); /* 1: legacy stream */
+    new_actor(m); /* 2: main per-thread stream */
+    m->s_live[0] = m->s_live[1] = 1;
+    m->s_actor[0] = 1;
+    m->s_actor[1] = 2;
+    m->s_blocking[0] = m->s_blocking[1] = 1;
+    for (int i = 0; i < NSLOT; i++)
+        m->nacc[i] = m->base[i] = 0;
+}
+
+static int fail(struct model *m, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m->why, sizeof m->why, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* Record an access by `actor` at its current time; -1 if it races. */
+static int access_(struct model *m, int slot, size_t off, size_t len, int write, int actor)
+{
+    if (len == 0)
+        return 0;
+    if (!m->live[slot])
+        return fail(m, "slot %d not live", slot);
+    if (off > m->size[slot] || len > m->size[slot] - off)
+        return fail(m, "slot %d range %zu+%zu out of %zu", slot, off, len, m->size[slot]);
+    const vc_t *v = &m->vc[actor];
+    for (int i = m->base[slot]; i < m->nacc[slot]; i++) {
+        const struct acc *r = &g_acc[slot][i];
+        if (r->off < off + len && off < r->off + r->len && (write || r->w) && r->t > v->c[r->actor])
+            return fail(m, "race on slot %d [%zu,+%zu) with actor %d", slot, off, len, r->actor);
+    }
+    if (m->nacc[slot] == g_acccap[slot]) {
+        g_acccap[slot] = g_acccap[slot] ? 2 * g_acccap[slot] : 256;
+        g_acc[slot] = realloc(g_acc[slot], (size_t)g_acccap[slot] * sizeof(struct acc));
+        if (!g_acc[slot])
+            abort();
+    }
+    g_acc[slot][m->nacc[slot]++] = (struct acc){off, len, v->c[actor], (uint16_t)actor, (uint8_t)write};
+    return 0;
+}
+
+static void host_tick(struct model *m, const struct view *vw) { m->vc[vw->host].c[vw->host]++; }
+
+/* Actor of stream slot s as seen by view vw (-1: not usable). */
+static int stream_actor(const struct model *m, const struct view *vw, int s)
+{
+    if (s == 0)
+        return vw->legacy;
+    if (s == 1)
+        return vw->pts;
+    if (!vw->main || s >= NSTREAM || !m->s_live[s])
+        return -1;
+    return m->s_actor[s];
+}
+
+/* Enqueue one operation on stream slot s: returns the stream's actor, ticked. */
+static int enqueue(struct model *m, const struct view *vw, int s)
+{
+    int a = stream_actor(m, vw, s);
+    if (a < 0)
+        return fail(m, "stream %d not usable", s);
+    vjoin(&m->vc[a], &m->vc[vw->host]);
+    if (s == 0) {
+        /* legacy: after the last op of every blocking stream it can see */
+        for (int i = 1; i < NSTREAM; i++)
+            if (m->s_live[i] && m->s_blocking[i] && (i >= 2 ? vw->main || 1 : 1))
+                vjoin(&m->vc[a], &m->vc[m->s_actor[i]]);
+        if (vw->pts != m->s_actor[1])
+            vjoin(&m->vc[a], &m->vc[vw->pts]);
+    } else if (s == 1 || m->s_blocking[s]) {
+        vjoin(&m->vc[a], &m->vc[vw->legacy]);
+    }
+    m->vc[a].c[a]++;
+    return a;
+}
+
+static void host_join(struct model *m, const struct view *vw, int actor) { vjoin(&m->vc[vw->host], &m->vc[actor]); }
+
+static void host_join_all(struct model *m, const struct view *vw)
+{
+    for (int a = 0; a < m->nact; a++)
+        host_join(m, vw, a);
+}
+
+static int is_devside(int k) { return k == K_DEV || k == K_MAN; }
+static int is_hostside(int k) { return k != K_DEV; }
+
+/* The copy's accesses.  stream actor a; `cap`: inside a graph (no host effects). */
+static int copy_accesses(struct model *m, const struct view *vw, const struct op *o, int a, int cap)
+{
+    if (o->n == 0)
+        return 0;
+    if (m->kind[o->b] == K_PAGE && !cap) {
+        host_tick(m, vw); /* staged at call time */
+        if (access_(m, o->b, o->bo, o->n, 0, vw->host))
+            return -1;
+    } else if (access_(m, o->b, o->bo, o->n, 0, a)) {
+        return -1;
+    }
+    if (access_(m, o->a, o->ao, o->n, 1, a))
+        return -1;
+    if (m->kind[o->a] == K_PAGE && !cap)
+        host_join(m, vw, a); /* synchronous */
+    return 0;
+}
+
+static int copy_kinds_ok(const struct model *m, const struct op *o)
+{
+    int dk = m->kind[o->a], sk = m->kind[o->b];
+    switch (o->api) {
+    case A_H2D: return is_devside(dk) && is_hostside(sk);
+    case A_D2H: return is_hostside(dk) && is_devside(sk);
+    case A_D2D: return is_devside(dk) && is_devside(sk);
+    default: return 1;
+    }
+}
+
+static int ranges_overlap(const struct op *o)
+{
+    return o->a == o->b && o->n && o->ao < o->bo + o->n && o->bo < o->ao + o->n;
+}
+
+static int handle_ok(const struct op *o, int s)
+{
+    /* NULL means legacy through a plain entry, per-thread through a _ptsz one */
+    if (o->hf == 0)
+        return (s == 0 && !o->ptsz) || (s == 1 && o->ptsz);
+    if (o->hf == 1)
+        return s <= 1;
+    return s >= 2;
+}
+
+static int apply(struct model *m, struct op *o, const struct view *vw, int cap_stream);
+
+/* A stream op (copy, memset, hfunc) on stream slot s; cap >= 0: replayed from a
+ * graph on actor cap. */
+static int stream_op(struct model *m, struct op *o, const struct view *vw, int cap)
+{
+    if (o->a < 0 || o->a >= NSLOT || !m->live[o->a])
+        return fail(m, "dst slot");
+    if ((o->type != O_MEMSET) && (o->b < 0 || o->b >= NSLOT || !m->live[o->b]))
+        return fail(m, "src slot");
+    if (!vw->main && (!(vw->slots >> o->a & 1) || (o->type != O_MEMSET && !(vw->slots >> o->b & 1))))
+        return fail(m, "worker slot");
+    if (cap < 0 && !handle_ok(o, o->s))
+        return fail(m, "handle form");
+    if (o->err == 2) {
+        if (o->s < 2 || o->s >= NSTREAM || !m->s_stale[o->s])
+            return fail(m, "no stale handle");
+        return 0;
+    }
+    if (o->type == O_COPY) {
+        if (!copy_kinds_ok(m, o))
+            return fail(m, "copy kinds");
+        if (ranges_overlap(o))
+            return fail(m, "copy overlaps itself");
+        if (o->err == 1) {
+            /* overrun a device-side range: the driver refuses it, nothing happens */
+            int side = o->api == A_D2H ? o->b : o->a;
+            if (!is_devside(m->kind[side]))
+                return fail(m, "overrun needs a device side");
+            return 0;
+        }
+        if (cap >= 0 && (m->kind[o->a] == K_PAGE || m->kind[o->b] == K_PAGE))
+            return fail(m, "pageable in a graph");
+    } else if (o->type == O_MEMSET) {
+        if (m->kind[o->a] == K_PAGE)
+            return fail(m, "memset of pageable");
+    } else {
+        if (m->kind[o->a] == K_PAGE || m->kind[o->b] == K_PAGE)
+            return fail(m, "kernel on pageable");
+    }
+    if (o->n == 0 && o->type != O_HFUNC)
+        return 0; /* a 0-byte copy or memset is no stream operation at all */
+    int a = cap >= 0 ? cap : enqueue(m, vw, o->s);
+    if (a < 0)
+        return -1;
+    if (cap >= 0)
+        m->vc[a].c[a]++;
+    if (o->type == O_COPY)
+        return copy_accesses(m, vw, o, a, cap >= 0);
+    if (o->type == O_MEMSET)
+        return access_(m, o->a, o->ao, o->n, 1, a);
+    if (access_(m, o->b, o->bo, o->n, 0, a))
+        return -1;
+    return access_(m, o->a, o->ao, o->n, 1, a);
+}
+
+static int apply(struct model *m, struct op *o, const struct view *vw, int cap)
+{
+    switch (o->type) {
+    case O_COPY:
+    case O_MEMSET:
+    case O_HFUNC:
+        return stream_op(m, o, vw, cap);
+    case O_ALLOC:
+        if (!vw->main || o->a < 0 || o->a >= NSLOT || m->live[o->a] || o->n == 0 || o->kind < 0 || o->kind >= NKIND)
+            return fail(m, "alloc");
+        m->live[o->a] = 1;
+        m->kind[o->a] = o->kind;
+        m->size[o->a] = o->n;
+        m->base[o->a] = m->nacc[o->a];
+        host_tick(m, vw);
+        return access_(m, o->a, 0, o->n, 1, vw->host);
+    case O_FREE:
+        if (!vw->main || o->a < 0 || o->a >= NSLOT || !m->live[o->a])
+            return fail(m, "free");
+        if (m->kind[o->a] == K_PAGE) {
+            /* free(): the host must know every access is over */
+            host_tick(m, vw);
+            if (access_(m, o->a, 0, m->size[o->a], 1, vw->host))
+                return -1;
+            m->live[o->a] = 0;
+            return 0;
+        }
+        host_join_all(m, vw); /* the driver finishes the device's work first */
+        if (m->kind[o->a] == K_REG)
+            m->kind[o->a] = K_PAGE;
+        else
+            m->live[o->a] = 0;
+        return 0;
+    case O_SCREATE:
+        if (!vw->main || o->s < 2 || o->s >= NSTREAM || m->s_live[o->s])
+            return fail(m, "screate");
+        {
+            int a = new_actor(m);
+            if (a < 0)
+                return fail(m, "out of actors");
+            m->s_live[o->s] = 1;
+            m->s_actor[o->s] = a;
+            m->s_blocking[o->s] = !(o->val & CU_STREAM_NON_BLOCKING);
+            vjoin(&m->vc[a], &m->vc[vw->host]);
+        }
+        return 0;
+    case O_SDESTROY:
+        if (!vw->main || o->s < 2 || o->s >= NSTREAM || !m->s_live[o->s])
+            return fail(m, "sdestroy");
+        m->s_live[o->s] = 0;
+        m->s_stale[o->s] = 1;
+        return 0;
+    case O_EREC: {
+        if (!vw->main || o->e < 0 || o->e >= NEV || !handle_ok(o, o->s))
+            return fail(m, "erec");
+        int a = enqueue(m, vw, o->s);
+        if (a < 0)
+            return -1;
+        m->ev[o->e] = m->vc[a];
+        m->ev_rec[o->e] = 1;
+        return 0;
+    }
+    case O_EWAIT: {
+        if (!vw->main || o->e < 0 || o->e >= NEV || !handle_ok(o, o->s))
+            return fail(m, "ewait");
+        int a = enqueue(m, vw, o->s);
+        if (a < 0)
+            return -1;
+        if (m->ev_rec[o->e])
+            vjoin(&m->vc[a], &m->ev[o->e]);
+        return 0;
+    }
+    case O_ESYNC:
+        if (!vw->main || o->e < 0 || o->e >= NEV)
+            return fail(m, "esync");
+        if (m->ev_rec[o->e])
+            vjoin(&m->vc[vw->host], &m->ev[o->e]);
+        return 0;
+    case O_EQUERY:
+        if (!vw->main || o->e < 0 || o->e >= NEV)
+            return fail(m, "equery");
+        return 0; /* an answer is not relied on */
+    case O_SSYNC:
+    case O_SQUERY: {
+        if (!handle_ok(o, o->s))
+            return fail(m, "handle form");
+        int a = stream_actor(m, vw, o->s);
+        if (a < 0)
+            return fail(m, "ssync stream");
+        if (o->type == O_SSYNC)
+            host_join(m, vw, a);
+        return 0;
+    }
+    case O_CSYNC:
+        if (!vw->main)
+            return fail(m, "csync in a worker");
+        host_join_all(m, vw);
+        return 0;
+    case O_HWRITE:
+    case O_HREAD:
+        if (o->a < 0 || o->a >= NSLOT || !m->live[o->a] || (!vw->main && !(vw->slots >> o->a & 1)))
+            return fail(m, "host access slot");
+        host_tick(m, vw);
+        return access_(m, o->a, o->ao, o->n, o->type == O_HWRITE, vw->host);
+    case O_SYNCCOPY: {
+        if (o->a < 0 || o->a >= NSLOT || o->b < 0 || o->b >= NSLOT || !m->live[o->a] || !m->live[o->b] || !vw->main)
+            return fail(m, "synccopy");
+        if (!copy_kinds_ok(m, o) || ranges_overlap(o))
+            return fail(m, "synccopy kinds");
+        if (o->n == 0)
+            return 0; /* returns at once, waits for nothing */
+        int a = enqueue(m, vw, o->ptsz ? 1 : 0);
+        if (a < 0)
+            return -1;
+        if (o->n && access_(m, o->b, o->bo, o->n, 0, a))
+            return -1;
+        if (o->n && access_(m, o->a, o->ao, o->n, 1, a))
+            return -1;
+        host_join(m, vw, a);
+        return 0;
+    }
+    case O_CAPTURE: {
+        if (!vw->main || o->s < 2 || o->s >= NSTREAM || !m->s_live[o->s] || o->nsub < 1 || o->reps < 1)
+            return fail(m, "capture");
+        for (int j = 0; j < o->nsub; j++) {
+            const struct op *q = &o->sub[j];
+            if ((q->type != O_COPY && q->type != O_MEMSET && q->type != O_HFUNC) || q->s != o->s || q->hf != 2 ||
+                q->err)
+                return fail(m, "capture sub-op");
+        }
+        struct op l = {0};
+        l.s = o->ls;
+        l.ptsz = o->lptsz;
+        l.hf = o->lhf;
+        if (!handle_ok(&l, o->ls))
+            return fail(m, "launch handle");
+        /* a launch enqueues the graph's operations one by one (an empty graph:
+         * nothing at all, so no legacy-stream ordering either) */
+        for (int r = 0; r < o->reps; r++)
+            for (int j = 0; j < o->nsub; j++) {
+                if (o->sub[j].n == 0 && o->sub[j].type != O_HFUNC)
+                    continue;
+                int a = enqueue(m, vw, o->ls);
+                if (a < 0 || apply(m, &o->sub[j], vw, a))
+                    return -1;
+            }
+        return 0;
+    }
+    case O_THREADS: {
+        if (!vw->main || o->w < 2 || o->w > MAXW)
+            return fail(m, "threads");
+        struct view wv[MAXW];
+        unsigned used = 0;
+        for (int w = 0; w < o->w; w++) {
+            wv[w].main = 0;
+            wv[w].slots = 0;
+            wv[w].host = new_actor(m);
+            wv[w].legacy = new_actor(m);
+            wv[w].pts = new_actor(m);
+            if (wv[w].pts < 0)
+                return fail(m, "out of actors");
+            vjoin(&m->vc[wv[w].host], &m->vc[vw->host]);
+            vjoin(&m->vc[wv[w].legacy], &m->vc[vw->legacy]);
+        }
+        for (int j = 0; j < o->nsub; j++) {
+            struct op *q = &o->sub[j];
+            if (q->w < 0 || q->w >= o->w || q->err)
+                return fail(m, "worker index");
+            unsigned mine = 0;
+            if (q->type == O_COPY || q->type == O_MEMSET || q->type == O_HFUNC || q->type == O_HWRITE ||
+                q->type == O_HREAD) {
+                mine |= 1u << q->a;
+                if (q->type == O_COPY || q->type == O_HFUNC)
+                    mine |= 1u << q->b;
+            } else if (q->type != O_SSYNC && q->type != O_SQUERY) {
+                return fail(m, "worker op type");
+            }
+            /* each slot belongs to one worker */
+            for (int w = 0; w < o->w; w++)
+                if (w != q->w && (wv[w].slots & mine))
+                    return fail(m, "slot shared between workers");
+            wv[q->w].slots |= mine;
+            used |= mine;
+            if (apply(m, q, &wv[q->w], -1))
+                return -1;
+        }
+        for (int w = 0; w < o->w; w++) {
+            host_join(m, vw, wv[w].host);
+            vjoin(&m->vc[vw->legacy], &m->vc[wv[w].legacy]);
+        }
+        (void)used;
+        return 0;
+    }
+    }
+    return fail(m, "unknown op");
+}
+
+static int validate(struct op *ops, int n, char *why, size_t whylen)
+{
+    static struct model m;
+    model_init(&m);
+    struct view vw = {0, 1, 2, 1, ~0u};
+    for (int i = 0; i < n; i++)
+        if (apply(&m, &ops[i], &vw, -1)) {
+            snprintf(why, whylen, "op %d (%s): %s", i, oname[ops[i].type], m.why);
+            return -1;
+        }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ text form */
+
+static void print_op(FILE *f, const struct op *o, const char *indent)
+{
+    fprintf(f, "%s%s", indent, oname[o->type]);
+    switch (o->type) {
+    case O_ALLOC: fprintf(f, " a=%d kind=%s n=%zu val=%u", o->a, kname[o->kind], o->n, o->val); break;
+    case O_FREE: fprintf(f, " a=%d", o->a); break;
+    case O_SCREATE: fprintf(f, " s=%d val=%u", o->s, o->val); break;
+    case O_SDESTROY: fprintf(f, " s=%d", o->s); break;
+    case O_COPY:
+    case O_SYNCCOPY:
+        fprintf(f, " api=%s ptsz=%d hf=%d s=%d a=%d ao=%zu b=%d bo=%zu n=%zu err=%d", aname[o->api], o->ptsz, o->hf,
+                o->s, o->a, o->ao, o->b, o->bo, o->n, o->err);
+        break;
+    case O_MEMSET:
+        fprintf(f, " ptsz=%d hf=%d s=%d a=%d ao=%zu n=%zu val=%u", o->ptsz, o->hf, o->s, o->a, o->ao, o->n, o->val);
+        break;
+    case O_HFUNC:
+        fprintf(f, " ptsz=%d hf=%d s=%d a=%d ao=%zu b=%d bo=%zu n=%zu val=%u", o->ptsz, o->hf, o->s, o->a, o->ao, o->b,
+                o->bo, o->n, o->val);
+        break;
+    case O_EREC:
+    case O_EWAIT: fprintf(f, " e=%d ptsz=%d hf=%d s=%d", o->e, o->ptsz, o->hf, o->s); break;
+    case O_ESYNC:
+    case O_EQUERY: fprintf(f, " e=%d", o->e); break;
+    case O_SSYNC:
+    case O_SQUERY: fprintf(f, " ptsz=%d hf=%d s=%d", o->ptsz, o->hf, o->s); break;
+    case O_CSYNC: break;
+    case O_HWRITE: fprintf(f, " a=%d ao=%zu n=%zu val=%u", o->a, o->ao, o->n, o->val); break;
+    case O_HREAD: fprintf(f, " a=%d ao=%zu n=%zu", o->a, o->ao, o->n); break;
+    case O_CAPTURE:
+        fprintf(f, " s=%d val=%u ptsz=%d ls=%d lptsz=%d lhf=%d reps=%d nsub=%d", o->s, o->val, o->ptsz, o->ls,
+                o->lptsz, o->lhf, o->reps, o->nsub);
+        break;
+    case O_THREADS: fprintf(f, " w=%d nsub=%d", o->w, o->nsub); break;
+    }
+    if (indent[0] && o->w >= 0 && o->type != O_THREADS)
+        fprintf(f, " w=%d", o->w);
+    fputc('\n', f);
+    for (int j = 0; j < o->nsub; j++)
+        print_op(f, &o->sub[j], "  ");
+}
+
+static int lookup(const char *const *names, int n, const char *v)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(names[i], v))
+            return i;
+    return -1;
+}
+
+static int parse_line(char *line, struct op *o)
+{
+    memset(o, 0, sizeof *o);
+    o->w = -1;
+    char *save = NULL, *tok = strtok_r(line, " \t\r\n", &save);
+    if (!tok)
+        return -1;
+    o->type = lookup(oname, NOPT, tok);
+    if (o->type < 0)
+        return -1;
+    while ((tok = strtok_r(NULL, " \t\r\n", &save))) {
+        char *eq = strchr(tok, '=');
+        if (!eq)
+            return -1;
+        *eq = 0;
+        const char *k = tok, *v = eq + 1;
+        long long x = strtoll(v, NULL, 10);
+        if (!strcmp(k, "api")) o->api = lookup(aname, NAPI, v);
+        else if (!strcmp(k, "kind")) o->kind = lookup(kname, NKIND, v);
+        else if (!strcmp(k, "ptsz")) o->ptsz = (int)x;
+        else if (!strcmp(k, "hf")) o->hf = (int)x;
+        else if (!strcmp(k, "s")) o->s = (int)x;
+        else if (!strcmp(k, "a")) o->a = (int)x;
+        else if (!strcmp(k, "b")) o->b = (int)x;
+        else if (!strcmp(k, "ao")) o->ao = (size_t)x;
+        else if (!strcmp(k, "bo")) o->bo = (size_t)x;
+        else if (!strcmp(k, "n")) o->n = (size_t)x;
+        else if (!strcmp(k, "e")) o->e = (int)x;
+        else if (!strcmp(k, "val")) o->val = (unsigned)x;
+        else if (!strcmp(k, "err")) o->err = (int)x;
+        else if (!strcmp(k, "w")) o->w = (int)x;
+        else if (!strcmp(k, "ls")) o->ls = (int)x;
+        else if (!strcmp(k, "lptsz")) o->lptsz = (int)x;
+        else if (!strcmp(k, "lhf")) o->lhf = (int)x;
+        else if (!strcmp(k, "reps")) o->reps = (int)x;
+        else if (!strcmp(k, "nsub")) o->nsub = (int)x;
+        else return -1;
+    }
+    if (o->api < 0 || o->kind < 0 || o->nsub < 0 || o->nsub > MAXSUB)
+        return -1;
+    return 0;
+}
+
+/* Reads an op list; lines starting with '#' or "env " are ignored. */
+static int parse_file(const char *path, struct op *ops, int *n)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    char line[1024];
+    int cnt = 0, pending = 0;
+    struct op *parent = NULL;
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#' || !strncmp(line, "env ", 4) || line[strspn(line, " \t\r\n")] == 0)
+            continue;
+        struct op o;
+        int sub = line[0] == ' ';
+        if (parse_line(line, &o)) {
+            fclose(f);
+            return -1;
+        }
+        if (sub) {
+            if (!parent || pending <= 0) {
+                fclose(f);
+                return -1;
+            }
+            parent->sub[parent->nsub - pending--] = o;
+            continue;
+        }
+        if (pending || cnt >= MAXOPS) {
+            fclose(f);
+            return -1;
+        }
+        ops[cnt] = o;
+        parent = &ops[cnt++];
+        if (o.nsub) {
+            parent->sub = calloc((size_t)o.nsub, sizeof(struct op));
+            pending = o.nsub;
+        }
+    }
+    fclose(f);
+    *n = cnt;
+    return pending ? -1 : 0;
+}
+
+/* ------------------------------------------------------------------ the generator */
+
+static struct model g_m;
+
+static int pick_slot(const struct model *m, unsigned allowed, int (*ok)(int kind))
+{
+    int c[NSLOT], k = 0;
+    for (int i = 0; i < NSLOT; i++)
+        if (m->live[i] && (allowed >> i & 1) && (!ok || ok(m->kind[i])))
+            c[k++] = i;
+    return k ? c[rn((size_t)k)] : -1;
+}
+
+static int ok_dev(int k) { return is_devside(k); }
+static int ok_host(int k) { return is_hostside(k); }
+static int ok_notpage(int k) { return k != K_PAGE; }
+
+static size_t pick_len(size_t size)
+{
+    switch (rn(10)) {
+    case 0: return pct(50) ? 0 : 1;
+    case 1: return size;
+    case 2: return size / 2;
+    case 3: return size / 4;
+    case 4: return size / 8 ? size / 8 : 1;
+    case 5: return 1 + rn(16);
+    case 6: return 1 + rn(4096);
+    default: return 1 + rn(size < 65536 ? size : 65536);
+    }
+}
+
+static size_t pick_off(size_t size, size_t n)
+{
+    size_t room = size - n;
+    switch (rn(6)) {
+    case 0: return 0;
+    case 1: return room;
+    case 2: return room / 2;
+    case 3: return (size / 4) <= room ? size / 4 : room;
+    case 4: return rn(room + 1) & ~(size_t)63;
+    default: return rn(room + 1);
+    }
+}
+
+/* ranges of a copy: dst in slot a, src in slot b, not overlapping each other */
+static void pick_ranges(struct op *o, const struct model *m)
+{
+    size_t sa = m->size[o->a], sb = m->size[o->b];
+    size_t lim = sa < sb ? sa : sb;
+    for (int tries = 0; tries < 8; tries++) {
+        o->n = pick_len(lim);
+        if (o->n > lim)
+            o->n = lim;
+        o->ao = pick_off(sa, o->n);
+        o->bo = pick_off(sb, o->n);
+        if (!ranges_overlap(o))
+            return;
+    }
+    o->n = 0;
+}
+
+static int pick_stream(const struct model *m, const struct view *vw, int *last)
+{
+    if (*last >= 0 && stream_actor(m, vw, *last) >= 0 && pct(75))
+        return *last;
+    for (;;) {
+        int s = vw->main ? (int)rn(NSTREAM) : (int)rn(2);
+        if (s == 0 && pct(60))
+            continue; /* the legacy stream passes through: visit it less */
+        if (stream_actor(m, vw, s) >= 0)
+            return *last = s;
+    }
+}
+
+static void pick_handle(struct op *o, int s)
+{
+    if (s == 0) {
+        o->hf = pct(60) ? 0 : 1;
+        o->ptsz = o->hf == 0 ? 0 : (int)rn(2);
+    } else if (s == 1) {
+        o->hf = pct(60) ? 0 : 1;
+        o->ptsz = o->hf == 0 ? 1 : (int)rn(2);
+    } else {
+        o->hf = 2;
+        o->ptsz = (int)rn(2);
+    }
+}
+
+/* A stream op (copy, memset, hfunc) on slot set `allowed`; 0 on success. */
+static int gen_stream_op(struct op *o, const struct model *m, const struct view *vw, int s, unsigned allowed,
+                         int nopage)
+{
+    (void)vw;
+    memset(o, 0, sizeof *o);
+    o->w = -1;
+    o->s = s;
+    pick_handle(o, s);
+    int r = (int)rn(100);
+    if (r < 70) {
+        o->type = O_COPY;
+        o->api = (int)rn(NAPI);
+        int (*dk)(int) = NULL, (*sk)(int) = NULL;
+        if (o->api == A_H2D) dk = ok_dev, sk = ok_host;
+        if (o->api == A_D2H) dk = ok_host, sk = ok_dev;
+        if (o->api == A_D2D) dk = ok_dev, sk = ok_dev;
+        if (nopage) {
+            if (!dk) dk = ok_notpage;
+            if (!sk) sk = ok_notpage;
+        }
+        o->a = pick_slot(m, allowed, dk);
+        o->b = pct(20) ? o->a : pick_slot(m, allowed, sk);
+        if (o->a < 0 || o->b < 0)
+            return -1;
+        if (o->a == o->b && sk && !sk(m->kind[o->a]))
+            return -1;
+        if (nopage && (m->kind[o->a] == K_PAGE || m->kind[o->b] == K_PAGE))
+            return -1;
+        pick_ranges(o, m);
+        if (o->n > 0 && pct(nopage ? 0 : 2)) {
+            int side = o->api == A_D2H ? o->b : o->a;
+            if (is_devside(m->kind[side])) {
+                o->err = 1;
+                size_t *off = o->api == A_D2H ? &o->bo : &o->ao;
+                *off = m->size[side] - o->n + 1 + rn(64); /* runs past the end */
+                if (o->api != A_D2H && o->b == o->a)
+                    o->b = o->a, o->bo = 0;
+            }
+        }
+        if (!o->err && s >= 2 && !nopage && m->s_stale[s] && pct(2)) {
+            /* a copy on a handle that was destroyed earlier */
+            o->err = 2;
+        }
+        return 0;
+    }
+    if (r < 85) {
+        o->type = O_MEMSET;
+        o->a = pick_slot(m, allowed, ok_notpage);
+        if (o->a < 0)
+            return -1;
+        o->n = pick_len(m->size[o->a]);
+        o->ao = pick_off(m->size[o->a], o->n);
+        o->val = (unsigned)rn(256);
+        return 0;
+    }
+    o->type = O_HFUNC;
+    o->a = pick_slot(m, allowed, ok_notpage);
+    o->b = pct(30) ? o->a : pick_slot(m, allowed, ok_notpage);
+    if (o->a < 0 || o->b < 0)
+        return -1;
+    pick_ranges(o, m);
+    if (o->n && o->a == o->b && pct(30))
+        o->bo = o->ao; /* in place */
+    o->val = (unsigned)rn(256);
+    return 0;
+}
+
+static void free_subs(struct op *o)
+{
+    free(o->sub);
+    o->sub = NULL;
+    o->nsub = 0;
+}
+
+/* Try op o against the model: keep the effect (0) or roll back (-1). */
+static int try_op(struct op *o)
+{
+    static struct model snap;
+    snap = g_m;
+    struct view vw = {0, 1, 2, 1, ~0u};
+    if (apply(&g_m, o, &vw, -1) == 0)
+        return 0;
+    g_m = snap;
+    return -1;
+}
+
+static size_t pick_alloc_size(void)
+{
+    switch (rn(10)) {
+    case 0: return 16 + rn(112);
+    case 1: return ((size_t)1 << 20) + rn((size_t)3 << 20); /* megabytes */
+    case 2: return 65536 + rn(200000);
+    default: return 256 + rn(32768);
+    }
+}
+
+static void gen_alloc(struct op *o, int slot)
+{
+    memset(o, 0, sizeof *o);
+    o->w = -1;
+    o->type = O_ALLOC;
+    o->a = slot;
+    o->kind = (int)rn(NKIND);
+    o->n = pick_alloc_size();
+    o->val = (unsigned)rnd();
+}
+
+static void generate(uint64_t seed, int len)
+{
+    rng_state = seed * 0x2545F4914F6CDD1Dull + 7;
+    model_init(&g_m);
+    g_nops = 0;
+    int nslots = 4 + (int)rn(NSLOT - 3);
+    for (int i = 0; i < nslots; i++) {
+        gen_alloc(&g_ops[g_nops], i);
+        if (try_op(&g_ops[g_nops]) == 0)
+            g_nops++;
+    }
+    int nstreams = 1 + (int)rn(NSTREAM - 2);
+    for (int i = 0; i < nstreams; i++) {
+        struct op *o = &g_ops[g_nops];
+        memset(o, 0, sizeof *o);
+        o->w = -1;
+        o->type = O_SCREATE;
+        o->s = 2 + i;
+        o->val = pct(50) ? CU_STREAM_NON_BLOCKING : 0;
+        if (try_op(o) == 0)
+            g_nops++;
+    }
+    int last = -1;
+    struct view vw = {0, 1, 2, 1, ~0u};
+    /* op-class weights vary per program so that some are dense with copies */
+    int wcopy = 50 + (int)rn(40);
+    /* bursts: many copies in a row on one stream, over consecutive chunks, so that
+     * runs get long, fill up, and meet chained and overlapping ranges */
+    int burst = 0, bi = 0;
+    struct op bt = {0};
+    while (g_nops < len && g_nops < MAXOPS - 2) {
+        struct op *o = &g_ops[g_nops];
+        int ok = 0;
+        if (!burst && pct(8)) {
+            memset(&bt, 0, sizeof bt);
+            bt.s = pick_stream(&g_m, &vw, &last);
+            if (gen_stream_op(&bt, &g_m, &vw, bt.s, ~0u, 0) == 0 && bt.type == O_COPY && !bt.err) {
+                size_t lim = g_m.size[bt.a] < g_m.size[bt.b] ? g_m.size[bt.a] : g_m.size[bt.b];
+                static const size_t chunks[] = {1, 8, 64, 512, 4096, 16384, 65536};
+                bt.n = chunks[rn(7)];
+                if (bt.n * 2 <= lim) {
+                    burst = 2 + (int)rn(60);
+                    bi = 0;
+                    bt.val = (unsigned)rn(3); /* 0 same offsets both sides, 1 shifted, 2 reversed */
+                }
+            }
+        }
+        if (burst) {
+            size_t lim = g_m.size[bt.a] < g_m.size[bt.b] ? g_m.size[bt.a] : g_m.size[bt.b];
+            size_t k = lim / bt.n, i = (size_t)bi++;
+            *o = bt;
+            o->val = 0;
+            if (pct(15)) {
+                /* a stray copy in the middle of the burst: hazards with it */
+                gen_stream_op(o, &g_m, &vw, bt.s, ~0u, 0);
+            } else {
+                size_t ia = i % k, ib = bt.val == 2 ? k - 1 - ia : bt.val == 1 ? (ia + 1) % k : ia;
+                o->ao = ia * bt.n;
+                o->bo = ib * bt.n;
+                if (pct(10))
+                    o->n = 1 + rn(bt.n);
+            }
+            if (--burst == 0 || ranges_overlap(o) || try_op(o)) {
+                burst = 0;
+                continue;
+            }
+            g_nops++;
+            continue;
+        }
+        for (int tries = 0; tries < 12 && !ok; tries++) {
+            memset(o, 0, sizeof *o);
+            o->w = -1;
+            int r = (int)rn(100);
+            if (r < wcopy) {
+                int s = pick_stream(&g_m, &vw, &last);
+                if (gen_stream_op(o, &g_m, &vw, s, ~0u, 0))
+                    continue;
+            } else {
+                r = (int)rn(100);
+                if (r < 12) {
+                    o->type = O_EREC;
+                    o->e = (int)rn(NEV);
+                    o->s = pick_stream(&g_m, &vw, &last);
+                    pick_handle(o, o->s);
+                } else if (r < 24) {
+                    o->type = O_EWAIT;
+                    o->e = (int)rn(NEV);
+                    o->s = pick_stream(&g_m, &vw, &last);
+                    pick_handle(o, o->s);
+                } else if (r < 30) {
+                    o->type = pct(50) ? O_ESYNC : O_EQUERY;
+                    o->e = (int)rn(NEV);
+                } else if (r < 42) {
+                    o->type = pct(70) ? O_SSYNC : O_SQUERY;
+                    o->s = pick_stream(&g_m, &vw, &last);
+                    pick_handle(o, o->s);
+                } else if (r < 47) {
+                    o->type = O_CSYNC;
+                } else if (r < 55) {
+                    o->type = pct(50) ? O_HWRITE : O_HREAD;
+                    o->a = pick_slot(&g_m, ~0u, NULL);
+                    if (o->a < 0)
+                        continue;
+                    o->n = pick_len(g_m.size[o->a]);
+                    o->ao = pick_off(g_m.size[o->a], o->n);
+                    o->val = (unsigned)rnd();
+                } else if (r < 60) {
+                    o->type = O_SYNCCOPY;
+                    o->api = (int)rn(NAPI);
+                    o->ptsz = (int)rn(2);
+                    int (*dk)(int) = NULL, (*sk)(int) = NULL;
+                    if (o->api == A_H2D) dk = ok_dev, sk = ok_host;
+                    if (o->api == A_D2H) dk = ok_host, sk = ok_dev;
+                    if (o->api == A_D2D) dk = ok_dev, sk = ok_dev;
+                    o->a = pick_slot(&g_m, ~0u, dk);
+                    o->b = pick_slot(&g_m, ~0u, sk);
+                    if (o->a < 0 || o->b < 0)
+                        continue;
+                    pick_ranges(o, &g_m);
+                } else if (r < 66) {
+                    if (pct(50)) {
+                        o->type = O_FREE;
+                        o->a = pick_slot(&g_m, ~0u, NULL);
+                        if (o->a < 0)
+                            continue;
+                    } else {
+                        int slot = -1;
+                        for (int i = 0; i < NSLOT; i++)
+                            if (!g_m.live[i])
+                                slot = i;
+                        if (slot < 0)
+                            continue;
+                        gen_alloc(o, slot);
+                    }
+                } else if (r < 70) {
+                    int s = 2 + (int)rn(NSTREAM - 2);
+                    o->s = s;
+                    if (g_m.s_live[s]) {
+                        o->type = O_SDESTROY;
+                    } else {
+                        o->type = O_SCREATE;
+                        o->val = pct(50) ? CU_STREAM_NON_BLOCKING : 0;
+                    }
+                } else if (r < 85) {
+                    /* capture on a created stream, then launch the graph */
+                    int cs = -1;
+                    for (int i = 2; i < NSTREAM; i++)
+                        if (g_m.s_live[i] && (cs < 0 || pct(50)))
+                            cs = i;
+                    if (cs < 0)
+                        continue;
+                    o->type = O_CAPTURE;
+                    o->s = cs;
+                    o->val = (unsigned)rn(3); /* GLOBAL, THREAD_LOCAL, RELAXED */
+                    o->ptsz = (int)rn(2);
+                    int ls;
+                    do
+                        ls = (int)rn(NSTREAM);
+                    while (!(ls <= 1 || g_m.s_live[ls]));
+                    o->ls = ls;
+                    struct op l = {0};
+                    pick_handle(&l, ls);
+                    o->lptsz = l.ptsz;
+                    o->lhf = l.hf;
+                    o->reps = 1 + (int)rn(3);
+                    int k = 1 + (int)rn(6);
+                    o->sub = calloc((size_t)k, sizeof(struct op));
+                    for (int j = 0; j < k; j++) {
+                        if (gen_stream_op(&o->sub[o->nsub], &g_m, &vw, cs, ~0u, 1) == 0) {
+                            o->sub[o->nsub].hf = 2;
+                            o->sub[o->nsub].err = 0;
+                            o->nsub++;
+                        }
+                    }
+                    if (!o->nsub) {
+                        free_subs(o);
+                        continue;
+                    }
+                } else {
+                    /* several threads, each on its own per-thread stream and the legacy one */
+                    if (g_m.nact + 3 * MAXW > MAXA)
+                        continue;
+                    o->type = O_THREADS;
+                    o->w = 2 + (int)rn(MAXW - 1);
+                    unsigned own[MAXW] = {0};
+                    for (int i = 0; i < NSLOT; i++)
+                        if (g_m.live[i] && pct(80))
+                            own[rn((size_t)o->w)] |= 1u << i;
+                    int k = 2 + (int)rn(20);
+                    o->sub = calloc((size_t)k, sizeof(struct op));
+                    int wl[MAXW];
+                    for (int w = 0; w < o->w; w++)
+                        wl[w] = -1;
+                    for (int j = 0; j < k; j++) {
+                        int w = (int)rn((size_t)o->w);
+                        struct view wv = {0, 0, 0, 0, own[w]};
+                        struct op *q = &o->sub[o->nsub];
+                        int s = pct(70) ? 1 : 0;
+                        if (wl[w] >= 0 && pct(70))
+                            s = wl[w];
+                        wl[w] = s;
+                        int rr = (int)rn(100);
+                        if (rr < 75) {
+                            if (gen_stream_op(q, &g_m, &wv, s, own[w], 0))
+                                continue;
+                            q->err = 0;
+                        } else if (rr < 90) {
+                            memset(q, 0, sizeof *q);
+                            q->type = pct(70) ? O_SSYNC : O_SQUERY;
+                            q->s = s;
+                            pick_handle(q, s);
+                        } else {
+                            memset(q, 0, sizeof *q);
+                            q->type = pct(50) ? O_HWRITE : O_HREAD;
+                            q->a = pick_slot(&g_m, own[w], NULL);
+                            if (q->a < 0)
+                                continue;
+                            q->n = pick_len(g_m.size[q->a]);
+                            q->ao = pick_off(g_m.size[q->a], q->n);
+                            q->val = (unsigned)rnd();
+                        }
+                        q->w = w;
+                        o->nsub++;
+                    }
+                    if (!o->nsub) {
+                        free_subs(o);
+                        continue;
+                    }
+                    /* drop sub-ops that race, one at a time, until the block fits */
+                    for (int j = o->nsub - 1; j >= 0; j--) {
+                        struct model snap = g_m;
+                        struct view mv = {0, 1, 2, 1, ~0u};
+                        if (apply(&g_m, o, &mv, -1) == 0) {
+                            g_m = snap;
+                            break;
+                        }
+                        g_m = snap;
+                        memmove(&o->sub[j], &o->sub[j + 1], (size_t)(o->nsub - j - 1) * sizeof(struct op));
+                        o->nsub--;
+                    }
+                    if (!o->nsub) {
+                        free_subs(o);
+                        continue;
+                    }
+                }
+            }
+            if (try_op(o) == 0)
+                ok = 1;
+            else if (o->nsub)
+                free_subs(o);
+        }
+        if (!ok) {
+            /* nothing fits: synchronize, which makes everything fit again */
+            memset(o, 0, sizeof *o);
+            o->w = -1;
+            if (pct(50)) {
+                o->type = O_CSYNC;
+            } else {
+                o->type = O_SSYNC;
+                o->s = pick_stream(&g_m, &vw, &last);
+                pick_handle(o, o->s);
+            }
+            if (try_op(o))
+                continue;
+        }
+        g_nops++;
+    }
+}
+
+/* ------------------------------------------------------------------ execution */
+
+static CUcontext g_ctx;
+static CUevent g_ev[NEV];
+static CUstream g_st[NSTREAM], g_stale[NSTREAM];
+static unsigned char *g_ptr[NSLOT];
+static int g_kind[NSLOT], g_live[NSLOT];
+static size_t g_size[NSLOT];
+static int g_relaxed; /* the program has deliberate errors: compare error codes per epoch */
+static CUgraphExec g_execs[MAXOPS];
+static int g_nexecs;
+
+/* output: per thread buffer so that workers' lines come out in a fixed order */
+struct out {
+    char *b;
+    size_t n, cap;
+};
+static struct out g_out;
+static int g_epoch;
+static int g_errs[4096], g_nerrs;
+
+static void outf(struct out *o, const char *fmt, ...)
+{
+    char tmp[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (k < 0)
+        return;
+    if ((size_t)k >= sizeof tmp)
+        k = sizeof tmp - 1;
+    if (o->n + (size_t)k + 1 > o->cap) {
+        o->cap = (o->n + (size_t)k + 1) * 2;
+        o->b = realloc(o->b, o->cap);
+        if (!o->b)
+            abort();
+    }
+    memcpy(o->b + o->n, tmp, (size_t)k);
+    o->n += (size_t)k;
+    o->b[o->n] = 0;
+}
+
+static void record_rc(struct out *o, const char *label, CUresult rc)
+{
+    if (!g_relaxed) {
+        outf(o, "rc %s %d\n", label, (int)rc);
+        return;
+    }
+    outf(o, "# rc %s %d\n", label, (int)rc);
+    if (rc != CUDA_SUCCESS && g_nerrs < 4096)
+        g_errs[g_nerrs++] = (int)rc;
+}
+
+static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
+
+/* End of an epoch: every run of the context was flushed (context synchronize, a
+ * free, a synchronous copy), so every deferred error has surfaced by now. */
+static void epoch_end(void)
+{
+    if (!g_relaxed)
+        return;
+    qsort(g_errs, (size_t)g_nerrs, sizeof(int), cmp_int);
+    outf(&g_out, "epoch %d errors", g_epoch++);
+    for (int i = 0; i < g_nerrs; i++)
+        outf(&g_out, " %d", g_errs[i]);
+    outf(&g_out, "\n");
+    g_nerrs = 0;
+}
+
+static CUstream handle(const struct op *o, int s)
+{
+    if (o->err == 2)
+        return g_stale[s];
+    if (o->hf == 0)
+        return NULL;
+    if (o->hf == 1)
+        return s == 0 ? CU_STREAM_LEGACY : CU_STREAM_PER_THREAD;
+    return g_st[s];
+}
+
+struct hfarg {
+    unsigned char *d;
+    const unsigned char *s;
+    size_t n;
+    unsigned k;
+};
+
+/* a "kernel": reads device data and writes device data, never calls CUDA */
+static void CUDA_CB kernel(void *p)
+{
+    struct hfarg *a = p;
+    for (size_t i = 0; i < a->n; i++)
+        a->d[i] = (unsigned char)(a->d[i] * 5u + a->s[i] + a->k);
+}
+
+static CUdeviceptr P(int slot, size_t off) { return (CUdeviceptr)(uintptr_t)(g_ptr[slot] + off); }
+
+static CUresult do_copy(const struct op *o, CUstream h)
+{
+    CUdeviceptr d = P(o->a, o->ao), s = P(o->b, o->bo);
+    void *dh = g_ptr[o->a] + o->ao;
+    const void *sh = g_ptr[o->b] + o->bo;
+    switch (o->api * 2 + o->ptsz) {
+    case A_ANY * 2: return cuMemcpyAsync(d, s, o->n, h);
+    case A_ANY * 2 + 1: return cuMemcpyAsync_ptsz(d, s, o->n, h);
+    case A_H2D * 2: return cuMemcpyHtoDAsync_v2(d, sh, o->n, h);
+    case A_H2D * 2 + 1: return cuMemcpyHtoDAsync_v2_ptsz(d, sh, o->n, h);
+    case A_D2H * 2: return cuMemcpyDtoHAsync_v2(dh, s, o->n, h);
+    case A_D2H * 2 + 1: return cuMemcpyDtoHAsync_v2_ptsz(dh, s, o->n, h);
+    case A_D2D * 2: return cuMemcpyDtoDAsync_v2(d, s, o->n, h);
+    default: return cuMemcpyDtoDAsync_v2_ptsz(d, s, o->n, h);
+    }
+}
+
+static CUresult do_synccopy(const struct op *o)
+{
+    CUdeviceptr d = P(o->a, o->ao), s = P(o->b, o->bo);
+    void *dh = g_ptr[o->a] + o->ao;
+    const void *sh = g_ptr[o->b] + o->bo;
+    switch (o->api * 2 + o->ptsz) {
+    case A_ANY * 2: return cuMemcpy(d, s, o->n);
+    case A_ANY * 2 + 1: return cuMemcpy_ptds(d, s, o->n);
+    case A_H2D * 2: return cuMemcpyHtoD_v2(d, sh, o->n);
+    case A_H2D * 2 + 1: return cuMemcpyHtoD_v2_ptds(d, sh, o->n);
+    case A_D2H * 2: return cuMemcpyDtoH_v2(dh, s, o->n);
+    case A_D2H * 2 + 1: return cuMemcpyDtoH_v2_ptds(dh, s, o->n);
+    case A_D2D * 2: return cuMemcpyDtoD_v2(d, s, o->n);
+    default: return cuMemcpyDtoD_v2_ptds(d, s, o->n);
+    }
+}
+
+/* copy, memset, hfunc (also inside a capture: stream `h` given) */
+static CUresult do_stream_op(struct op *o, CUstream h)
+{
+    if (o->type == O_COPY)
+        return do_copy(o, h);
+    if (o->type == O_MEMSET)
+        return o->ptsz ? cuMemsetD8Async_ptsz(P(o->a, o->ao), (unsigned char)o->val, o->n, h)
+                       : cuMemsetD8Async(P(o->a, o->ao), (unsigned char)o->val, o->n, h);
+    if (!o->hfp) {
+        struct hfarg *a = malloc(sizeof *a);
+        a->d = g_ptr[o->a] + o->ao;
+        a->s = g_ptr[o->b] + o->bo;
+        a->n = o->n;
+        a->k = o->val;
+        o->hfp = a;
+    }
+    return o->ptsz ? cuLaunchHostFunc_ptsz(h, kernel, o->hfp) : cuLaunchHostFunc(h, kernel, o->hfp);
+}
+
+static CUresult do_ssync(const struct op *o)
+{
+    CUstream h = handle(o, o->s);
+    if (o->type == O_SSYNC)
+        return o->ptsz ? cuStreamSynchronize_ptsz(h) : cuStreamSynchronize(h);
+    return o->ptsz ? cuStreamQuery_ptsz(h) : cuStreamQuery(h);
+}
+
+static void host_read(struct out *out, const struct op *o, const char *label)
+{
+    outf(out, "obs %s %016llx\n", label, (unsigned long long)hash_bytes(g_ptr[o->a] + o->ao, o->n));
+}
+
+struct worker {
+    struct op *parent;
+    int w;
+    int idx;
+    struct out out;
+};
+
+static void *worker_main(void *p)
+{
+    struct worker *wk = p;
+    CUresult rc = cuCtxSetCurrent(g_ctx);
+    if (rc != CUDA_SUCCESS)
+        outf(&wk->out, "rc setcurrent %d\n", (int)rc);
+    for (int j = 0; j < wk->parent->nsub; j++) {
+        struct op *q = &wk->parent->sub[j];
+        if (q->w != wk->w)
+            continue;
+        char label[32];
+        snprintf(label, sizeof label, "%d.%d", wk->idx, j);
+        switch (q->type) {
+        case O_COPY:
+        case O_MEMSET:
+        case O_HFUNC: record_rc(&wk->out, label, do_stream_op(q, handle(q, q->s))); break;
+        case O_SSYNC:
+        case O_SQUERY: record_rc(&wk->out, label, do_ssync(q)); break;
+        case O_HWRITE: fill_pattern(g_ptr[q->a] + q->ao, q->n, q->val); break;
+        case O_HREAD: host_read(&wk->out, q, label); break;
+        }
+    }
+    return NULL;
+}
+
+static void execute(struct op *ops, int n)
+{
+    CUdevice dev;
+    CUresult rc;
+    if ((rc = cuInit(0)) || (rc = cuDeviceGet(&dev, 0)) || (rc = cuDevicePrimaryCtxRetain(&g_ctx, dev)) ||
+        (rc = cuCtxSetCurrent(g_ctx)))
+        die("setup failed: %d", (int)rc);
+    for (int i = 0; i < NEV; i++)
+        if ((rc = cuEventCreate(&g_ev[i], CU_EVENT_DISABLE_TIMING)))
+            die("event create: %d", (int)rc);
+    g_relaxed = 0;
+    for (int i = 0; i < n; i++) {
+        g_relaxed |= ops[i].err != 0;
+        for (int j = 0; j < ops[i].nsub; j++)
+            g_relaxed |= ops[i].sub[j].err != 0;
+    }
+    for (int i = 0; i < n; i++) {
+        struct op *o = &ops[i];
+        char label[32];
+        snprintf(label, sizeof label, "%d", i);
+        switch (o->type) {
+        case O_ALLOC: {
+            void *p = NULL;
+            CUdeviceptr d = 0;
+            switch (o->kind) {
+            case K_DEV: rc = cuMemAlloc_v2(&d, o->n); p = (void *)(uintptr_t)d; break;
+            case K_MAN: rc = cuMemAllocManaged(&d, o->n, CU_MEM_ATTACH_GLOBAL); p = (void *)(uintptr_t)d; break;
+            case K_PIN: rc = cuMemAllocHost_v2(&p, o->n); break;
+            case K_HA: rc = cuMemHostAlloc(&p, o->n, o->val & 1 ? CU_MEMHOSTALLOC_PORTABLE : 0); break;
+            case K_REG:
+                p = aligned_alloc(4096, (o->n + 4095) & ~(size_t)4095);
+                rc = cuMemHostRegister_v2(p, o->n, 0);
+                break;
+            default: p = malloc(o->n); rc = p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY; break;
+            }
+            if (rc != CUDA_SUCCESS || !p)
+                die("alloc of %zu (%s) failed: %d", o->n, kname[o->kind], (int)rc);
+            g_ptr[o->a] = p;
+            g_kind[o->a] = o->kind;
+            g_size[o->a] = o->n;
+            g_live[o->a] = 1;
+            fill_pattern(p, o->n, o->val);
+            break;
+        }
+        case O_FREE:
+            switch (g_kind[o->a]) {
+            case K_DEV:
+            case K_MAN: rc = cuMemFree_v2(P(o->a, 0)); break;
+            case K_PIN:
+            case K_HA: rc = cuMemFreeHost(g_ptr[o->a]); break;
+            case K_REG: rc = cuMemHostUnregister(g_ptr[o->a]); break;
+            default: free(g_ptr[o->a]); rc = CUDA_SUCCESS; break;
+            }
+            if (g_kind[o->a] == K_PAGE) {
+                g_live[o->a] = 0;
+                break;
+            }
+            record_rc(&g_out, label, rc);
+            if (g_kind[o->a] == K_REG)
+                g_kind[o->a] = K_PAGE;
+            else
+                g_live[o->a] = 0;
+            epoch_end();
+            break;
+        case O_SCREATE:
+            rc = cuStreamCreate(&g_st[o->s], o->val);
+            if (rc)
+                die("stream create: %d", (int)rc);
+            break;
+        case O_SDESTROY:
+            record_rc(&g_out, label, cuStreamDestroy_v2(g_st[o->s]));
+            g_stale[o->s] = g_st[o->s];
+            break;
+        case O_COPY:
+        case O_MEMSET:
+        case O_HFUNC: record_rc(&g_out, label, do_stream_op(o, handle(o, o->s))); break;
+        case O_EREC:
+            rc = o->ptsz ? cuEventRecord_ptsz(g_ev[o->e], handle(o, o->s)) : cuEventRecord(g_ev[o->e], handle(o, o->s));
+            record_rc(&g_out, label, rc);
+            break;
+        case O_EWAIT:
+            rc = o->ptsz ? cuStreamWaitEvent_ptsz(handle(o, o->s), g_ev[o->e], 0)
+                         : cuStreamWaitEvent(handle(o, o->s), g_ev[o->e], 0);
+            record_rc(&g_out, label, rc);
+            break;
+        case O_ESYNC: record_rc(&g_out, label, cuEventSynchronize(g_ev[o->e])); break;
+        case O_EQUERY: record_rc(&g_out, label, cuEventQuery(g_ev[o->e])); break;
+        case O_SSYNC:
+        case O_SQUERY: record_rc(&g_out, label, do_ssync(o)); break;
+        case O_CSYNC:
+            record_rc(&g_out, label, cuCtxSynchronize());
+            epoch_end();
+            break;
+        case O_HWRITE: fill_pattern(g_ptr[o->a] + o->ao, o->n, o->val); break;
+        case O_HREAD: host_read(&g_out, o, label); break;
+        case O_SYNCCOPY:
+            record_rc(&g_out, label, do_synccopy(o));
+            epoch_end();
+            break;
+        case O_CAPTURE: {
+            CUstream cs = g_st[o->s];
+            CUgraph g = NULL;
+            CUgraphExec ge = NULL;
+            CUstreamCaptureMode mode = o->val == 0   ? CU_STREAM_CAPTURE_MODE_GLOBAL
+                                       : o->val == 1 ? CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+                                                     : CU_STREAM_CAPTURE_MODE_RELAXED;
+            rc = o->ptsz ? cuStreamBeginCapture_v2_ptsz(cs, mode) : cuStreamBeginCapture_v2(cs, mode);
+            record_rc(&g_out, label, rc);
+            for (int j = 0; j < o->nsub; j++) {
+                char l2[40];
+                snprintf(l2, sizeof l2, "%d.%d", i, j);
+                record_rc(&g_out, l2, do_stream_op(&o->sub[j], cs));
+            }
+            rc = o->ptsz ? cuStreamEndCapture_ptsz(cs, &g) : cuStreamEndCapture(cs, &g);
+            record_rc(&g_out, label, rc);
+            if (rc == CUDA_SUCCESS && g) {
+                rc = cuGraphInstantiateWithFlags(&ge, g, 0);
+                record_rc(&g_out, label, rc);
+                if (rc == CUDA_SUCCESS) {
+                    struct op l = {0};
+                    l.hf = o->lhf;
+                    CUstream lh = handle(&l, o->ls);
+                    for (int r = 0; r < o->reps; r++)
+                        record_rc(&g_out, label, o->lptsz ? cuGraphLaunch_ptsz(ge, lh) : cuGraphLaunch(ge, lh));
+                    g_execs[g_nexecs++] = ge;
+                }
+                cuGraphDestroy(g);
+            }
+            break;
+        }
+        case O_THREADS: {
+            struct worker wk[MAXW];
+            pthread_t th[MAXW];
+            for (int w = 0; w < o->w; w++) {
+                memset(&wk[w], 0, sizeof wk[w]);
+                wk[w].parent = o;
+                wk[w].w = w;
+                wk[w].idx = i;
+                if (pthread_create(&th[w], NULL, worker_main, &wk[w]))
+                    die("pthread_create");
+            }
+            for (int w = 0; w < o->w; w++) {
+                pthread_join(th[w], NULL);
+                outf(&g_out, "%s", wk[w].out.b ? wk[w].out.b : "");
+                free(wk[w].out.b);
+            }
+            break;
+        }
+        }
+    }
+    record_rc(&g_out, "final", cuCtxSynchronize());
+    epoch_end();
+    for (int i = 0; i < NSLOT; i++)
+        if (g_live[i])
+            outf(&g_out, "alloc %d %s %zu %016llx\n", i, kname[g_kind[i]], g_size[i],
+                 (unsigned long long)hash_bytes(g_ptr[i], g_size[i]));
+    unsigned long (*errs)(void) = (unsigned long (*)(void))dlsym(RTLD_DEFAULT, "cusim_errors");
+    if (errs)
+        outf(&g_out, "sim_errors %lu\n", errs());
+    for (int i = 0; i < g_nexecs; i++)
+        cuGraphExecDestroy(g_execs[i]);
+    fwrite(g_out.b, 1, g_out.n, stdout);
+    fflush(stdout);
+}
+
+/* ------------------------------------------------------------------ the driver */
+
+struct cfg {
+    const char *self, *lib, *simdir, *regress;
+    int len, jobs, verbose;
+    double seconds;
+    uint64_t s0, s1;
+};
+
+/* Environment of the preloaded run for a seed: option variations. */
+static int seed_env(uint64_t seed, char env[][96], int max)
+{
+    uint64_t save = rng_state;
+    rng_state = seed ^ 0xC0FFEE1234567ull;
+    int k = 0;
+    static const char *orders[] = {"reverse", "forward", "shuffle"};
+    snprintf(env[k++], 96, "CUSIM_BATCH_ORDER=%s", orders[rn(3)]);
+    snprintf(env[k++], 96, "CUSIM_SEED=%llu", (unsigned long long)(seed % 100000 + 1));
+    snprintf(env[k++], 96, "CUBATCH_POLICY=%s", pct(75) ? "all" : "default");
+    static const unsigned mb[] = {2, 3, 4, 7, 16, 4096};
+    snprintf(env[k++], 96, "CUBATCH_MAX_BATCH=%u", mb[rn(6)]);
+    if (pct(20))
+        snprintf(env[k++], 96, "CUBATCH_MIN_RUN=%u", 3 + (unsigned)rn(3));
+    static const unsigned fl[] = {1000000, 1000000, 1000000, 10, 100, 1000};
+    snprintf(env[k++], 96, "CUBATCH_FLUSH_US=%u", fl[rn(6)]);
+    if (pct(25))
+        snprintf(env[k++], 96, "CUBATCH_MAX_COPY=%s", pct(50) ? "64K" : "4M");
+    (void)max;
+    rng_state = save;
+    return k;
+}
+
+struct result {
+    int status; /* exit code, 128+sig, or 124 timeout */
+    char *out;
+};
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return strdup("");
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    size_t got = fread(b, 1, (size_t)n, f);
+    b[got] = 0;
+    fclose(f);
+    return b;
+}
+
+/* Runs `self run <args>` with a clean environment; preload adds LD_PRELOAD and the
+ * seed's option variations (penv). */
+static struct result child(const struct cfg *c, const char *tmpdir, char *const args[], int preload, char penv[][96],
+                           int npenv, const char *tag)
+{
+    char outp[256], errp[256];
+    snprintf(outp, sizeof outp, "%s/%s.out", tmpdir, tag);
+    snprintf(errp, sizeof errp, "%s/%s.err", tmpdir, tag);
+    char *env[32];
+    int ne = 0;
+    static __thread char e_ld[512], e_pre[512];
+    env[ne++] = "PATH=/usr/bin:/bin";
+    snprintf(e_ld, sizeof e_ld, "LD_LIBRARY_PATH=%s", c->simdir);
+    env[ne++] = e_ld;
+    env[ne++] = "CUBATCH_FLUSH_US=1000000";
+    for (int i = 0; i < npenv && ne < 28; i++)
+        if (strncmp(penv[i], "CUBATCH_", 8) || preload)
+            env[ne++] = penv[i];
+    if (preload) {
+        snprintf(e_pre, sizeof e_pre, "LD_PRELOAD=%s", c->lib);
+        env[ne++] = e_pre;
+    }
+    env[ne] = NULL;
+    char *argv[16];
+    int na = 0;
+    argv[na++] = (char *)c->self;
+    argv[na++] = "run";
+    for (int i = 0; args[i] && na < 14; i++)
+        argv[na++] = args[i];
+    argv[na] = NULL;
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fo = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0644), fe = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(fo, 1);
+        dup2(fe, 2);
+        alarm(60);
+        execve(c->self, argv, env);
+        _exit(127);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    struct result r;
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    r.out = slurp(outp);
+    unlink(outp);
+    if (!c->verbose || r.status == 0)
+        unlink(errp);
+    return r;
+}
+
+/* compared text: every line not starting with '#' */
+static char *compared(const char *s)
+{
+    char *b = malloc(strlen(s) + 1), *o = b;
+    for (const char *p = s; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t l = nl ? (size_t)(nl - p + 1) : strlen(p);
+        if (*p != '#') {
+            memcpy(o, p, l);
+            o += l;
+        }
+        p += l;
+    }
+    *o = 0;
+    return b;
+}
+
+/* 0 same, 1 diverged, 3 the program is invalid (plain run refused it), 2 plain failed */
+static int compare_runs(const struct cfg *c, const char *tmpdir, char *const args[], char penv[][96], int npenv,
+                        char *what, size_t wl)
+{
+    struct result a = child(c, tmpdir, args, 0, penv, npenv, "plain");
+    int ret = 0;
+    if (a.status == 3) {
+        ret = 3;
+        snprintf(what, wl, "invalid program");
+    } else if (a.status != 0) {
+        ret = 2;
+        snprintf(what, wl, "plain run failed with status %d", a.status);
+    } else {
+        struct result b = child(c, tmpdir, args, 1, penv, npenv, "preload");
+        if (b.status != 0) {
+            ret = 1;
+            snprintf(what, wl, "preloaded run failed with status %d", b.status);
+        } else {
+            char *x = compared(a.out), *y = compared(b.out);
+            if (strcmp(x, y)) {
+                ret = 1;
+                /* first differing line */
+                const char *p = x, *q = y;
+                while (*p && *p == *q)
+                    p++, q++;
+                while (p > x && p[-1] != '\n')
+                    p--, q--;
+                snprintf(what, wl, "plain: %.*s | preload: %.*s", (int)strcspn(p, "\n"), p, (int)strcspn(q, "\n"), q);
+            }
+            free(x);
+            free(y);
+        }
+        free(b.out);
+    }
+    free(a.out);
+    return ret;
+}
+
+static void write_prog(const char *path, const struct op *ops, const int *keep, int n, uint64_t seed, int len,
+                       char penv[][96], int npenv, const char *what)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        die("cannot write %s: %s", path, strerror(errno));
+    fprintf(f, "# cubatch fuzz program: seed=%llu len=%d\n", (unsigned long long)seed, len);
+    if (what)
+        fprintf(f, "# divergence: %s\n", what);
+    for (int i = 0; i < npenv; i++)
+        fprintf(f, "env %s\n", penv[i]);
+    for (int i = 0; i < n; i++)
+        if (!keep || keep[i])
+            print_op(f, &ops[i], "");
+    fclose(f);
+}
+
+/* Delta debugging over the top-level ops of a diverging program. */
+static int shrink(const struct cfg *c, const char *tmpdir, struct op *ops, int n, int *keep, uint64_t seed,
+                  char penv[][96], int npenv, char *what, size_t wl)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/cand.ops", tmpdir);
+    char *args[] = {"--ops", path, NULL};
+    int *cand = malloc((size_t)n * sizeof(int));
+    int *idx = malloc((size_t)n * sizeof(int));
+    int gran = 2, tests = 0;
+    char w2[512];
+    for (;;) {
+        int m = 0;
+        for (int i = 0; i < n; i++)
+            if (keep[i])
+                idx[m++] = i;
+        if (m <= 1 || tests > 400)
+            break;
+        if (gran > m)
+            gran = m;
+        int reduced = 0;
+        for (int part = 0; part < gran && !reduced; part++) {
+            /* try the complement of chunk `part` */
+            memcpy(cand, keep, (size_t)n * sizeof(int));
+            int lo = part * m / gran, hi = (part + 1) * m / gran;
+            for (int k = lo; k < hi; k++)
+                cand[idx[k]] = 0;
+            write_prog(path, ops, cand, n, seed, 0, penv, npenv, NULL);
+            tests++;
+            if (compare_runs(c, tmpdir, args, penv, npenv, w2, sizeof w2) == 1) {
+                memcpy(keep, cand, (size_t)n * sizeof(int));
+                snprintf(what, wl, "%s", w2);
+                gran = gran > 2 ? gran - 1 : 2;
+                reduced = 1;
+            }
+        }
+        if (!reduced) {
+            if (gran >= m)
+                break;
+            gran = gran * 2 < m ? gran * 2 : m;
+        }
+    }
+    /* then the sub-ops of captures and thread blocks, one at a time */
+    for (int i = 0; i < n && tests < 800; i++) {
+        struct op *o = &ops[i];
+        if (!keep[i])
+            continue;
+        for (int j = o->nsub - 1; j >= 0 && o->nsub > 1; j--) {
+            struct op save = o->sub[j];
+            memmove(&o->sub[j], &o->sub[j + 1], (size_t)(o->nsub - j - 1) * sizeof(struct op));
+            o->nsub--;
+            write_prog(path, ops, keep, n, seed, 0, penv, npenv, NULL);
+            tests++;
+            if (compare_runs(c, tmpdir, args, penv, npenv, w2, sizeof w2) == 1) {
+                snprintf(what, wl, "%s", w2);
+                continue;
+            }
+            memmove(&o->sub[j + 1], &o->sub[j], (size_t)(o->nsub - j) * sizeof(struct op));
+            o->sub[j] = save;
+            o->nsub++;
+        }
+    }
+    unlink(path);
+    free(cand);
+    free(idx);
+    return tests;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* One seed: 0 same, 1 diverged (saved), 2 fuzzer problem. */
+static int one_seed(const struct cfg *c, const char *tmpdir, uint64_t seed)
+{
+    char penv[16][96];
+    int npenv = seed_env(seed, penv, 16);
+    char sbuf[32], lbuf[32];
+    snprintf(sbuf, sizeof sbuf, "%llu", (unsigned long long)seed);
+    snprintf(lbuf, sizeof lbuf, "%d", c->len);
+    char *args[] = {"--seed", sbuf, "--len", lbuf, NULL};
+    char what[512];
+    int r = compare_runs(c, tmpdir, args, penv, npenv, what, sizeof what);
+    if (r == 0)
+        return 0;
+    if (r != 1) {
+        fprintf(stderr, "seed %llu: FUZZER PROBLEM: %s\n", (unsigned long long)seed, what);
+        return 2;
+    }
+    fprintf(stderr, "seed %llu: DIVERGENCE: %s\n", (unsigned long long)seed, what);
+    generate(seed, c->len);
+    int n = g_nops;
+    int *keep = malloc((size_t)n * sizeof(int));
+    for (int i = 0; i < n; i++)
+        keep[i] = 1;
+    int tests = shrink(c, tmpdir, g_ops, n, keep, seed, penv, npenv, what, sizeof what);
+    int kept = 0;
+    for (int i = 0; i < n; i++)
+        kept += keep[i];
+    char path[512];
+    snprintf(path, sizeof path, "%s/%llu.ops", c->regress, (unsigned long long)seed);
+    mkdir(c->regress, 0755);
+    write_prog(path, g_ops, keep, n, seed, c->len, penv, npenv, what);
+    fprintf(stderr, "seed %llu: shrunk to %d of %d ops in %d runs: %s\n  saved %s\n", (unsigned long long)seed, kept,
+            n, tests, what, path);
+    free(keep);
+    return 1;
+}
+
+/* Replays a saved program (its env lines) plain and preloaded: 0 same. */
+static int replay(const struct cfg *c, const char *tmpdir, const char *path)
+{
+    char penv[16][96];
+    int npenv = 0;
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "%s: %s\n", path, strerror(errno));
+        return 2;
+    }
+    char line[1024];
+    while (fgets(line, sizeof line, f) && npenv < 16)
+        if (!strncmp(line, "env ", 4)) {
+            line[strcspn(line, "\r\n")] = 0;
+            snprintf(penv[npenv++], 96, "%.90s", line + 4);
+        }
+    fclose(f);
+    char *args[] = {"--ops", (char *)path, NULL};
+    char what[512];
+    int r = compare_runs(c, tmpdir, args, penv, npenv, what, sizeof what);
+    if (r)
+        fprintf(stderr, "%s: %s\n", path, what);
+    return r;
+}
+
+static int drive(struct cfg *c, char **replays, int nreplay)
+{
+    char tmpdir[] = "/tmp/cubatch-fuzz-XXXXXX";
+    if (!mkdtemp(tmpdir))
+        die("mkdtemp: %s", strerror(errno));
+    int bad = 0;
+    double t0 = now_s();
+    for (int i = 0; i < nreplay; i++) {
+        int r = replay(c, tmpdir, replays[i]);
+        if (r) {
+            fprintf(stderr, "regression %s: FAILED\n", replays[i]);
+            bad++;
+        }
+    }
+    if (nreplay)
+        fprintf(stderr, "fuzz: %d saved program(s) replayed, %d failed\n", nreplay, bad);
+    if (c->s1 < c->s0) {
+        rmdir(tmpdir);
+        return bad ? 1 : 0;
+    }
+    /* seeds split over jobs; each job reports its counts through a pipe */
+    int pfd[2];
+    if (pipe(pfd))
+        die("pipe");
+    pid_t pids[64];
+    int jobs = c->jobs < 1 ? 1 : c->jobs > 64 ? 64 : c->jobs;
+    for (int j = 0; j < jobs; j++) {
+        pids[j] = fork();
+        if (pids[j] == 0) {
+            close(pfd[0]);
+            char jd[64];
+            snprintf(jd, sizeof jd, "%s/j%d", tmpdir, j);
+            mkdir(jd, 0700);
+            long ran = 0, div = 0, prob = 0;
+            for (uint64_t s = c->s0 + (uint64_t)j; s <= c->s1; s += (uint64_t)jobs) {
+                if (c->seconds > 0 && now_s() - t0 > c->seconds)
+                    break;
+                int r = one_seed(c, jd, s);
+                ran++;
+                div += r == 1;
+                prob += r == 2;
+                if (c->verbose && ran % 100 == 0)
+                    fprintf(stderr, "job %d: %ld programs\n", j, ran);
+            }
+            rmdir(jd);
+            char msg[96];
+            int k = snprintf(msg, sizeof msg, "%ld %ld %ld\n", ran, div, prob);
+            if (write(pfd[1], msg, (size_t)k) != k)
+                _exit(2);
+            _exit(0);
+        }
+    }
+    close(pfd[1]);
+    long ran = 0, div = 0, prob = 0;
+    FILE *pf = fdopen(pfd[0], "r");
+    long a, b, d;
+    while (fscanf(pf, "%ld %ld %ld", &a, &b, &d) == 3)
+        ran += a, div += b, prob += d;
+    fclose(pf);
+    for (int j = 0; j < jobs; j++)
+        waitpid(pids[j], NULL, 0);
+    rmdir(tmpdir);
+    fprintf(stderr, "fuzz: %ld programs (seeds %llu..), %ld divergence(s), %ld fuzzer problem(s), %.1f s\n", ran,
+            (unsigned long long)c->s0, div, prob, now_s() - t0);
+    return bad || div || prob ? 1 : 0;
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: fuzz gen --seed S [--len N]\n"
+                    "       fuzz run (--seed S [--len N] | --ops FILE)\n"
+                    "       fuzz drive --lib LIBCUBATCH --simdir DIR [--seeds A-B] [--seconds T] [--len N] [-j J]\n"
+                    "                  [--regress DIR] [--verbose] [--replay FILE ...]\n");
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        usage();
+    const char *mode = argv[1];
+    uint64_t seed = 1;
+    int len = 120;
+    const char *opsfile = NULL;
+    struct cfg c = {0};
+    c.self = "/proc/self/exe";
+    c.regress = "tests/fuzz/regressions";
+    c.jobs = 1;
+    c.s0 = 1;
+    c.s1 = 0;
+    char **replays = calloc((size_t)argc, sizeof(char *));
+    int nreplay = 0;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--seed") && v) seed = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(a, "--len") && v) len = atoi(argv[++i]), c.len = len;
+        else if (!strcmp(a, "--ops") && v) opsfile = argv[++i];
+        else if (!strcmp(a, "--lib") && v) c.lib = argv[++i];
+        else if (!strcmp(a, "--simdir") && v) c.simdir = argv[++i];
+        else if (!strcmp(a, "--regress") && v) c.regress = argv[++i];
+        else if (!strcmp(a, "--seconds") && v) c.seconds = atof(argv[++i]);
+        else if (!strcmp(a, "-j") && v) c.jobs = atoi(argv[++i]);
+        else if (!strcmp(a, "--verbose")) c.verbose = 1;
+        else if (!strcmp(a, "--seeds") && v) {
+            unsigned long long x = 0, y = 0;
+            if (sscanf(argv[++i], "%llu-%llu", &x, &y) != 2)
+                usage();
+            c.s0 = x;
+            c.s1 = y;
+        } else if (!strcmp(a, "--replay") && v) {
+            while (i + 1 < argc && argv[i + 1][0] != '-')
+                replays[nreplay++] = argv[++i];
+        } else
+            usage();
+    }
+    if (len < 1 || len > MAXOPS - 16)
+        die("--len must be 1..%d", MAXOPS - 16);
+    c.len = len;
+    if (!strcmp(mode, "gen")) {
+        generate(seed, len);
+        printf("# cubatch fuzz program: seed=%llu len=%d\n", (unsigned long long)seed, len);
+        for (int i = 0; i < g_nops; i++)
+            print_op(stdout, &g_ops[i], "");
+        return 0;
+    }
+    if (!strcmp(mode, "run")) {
+        if (opsfile) {
+            if (parse_file(opsfile, g_ops, &g_nops))
+                die("%s: cannot parse", opsfile);
+        } else {
+            generate(seed, len);
+        }
+        char why[256];
+        if (validate(g_ops, g_nops, why, sizeof why)) {
+            fprintf(stderr, "invalid program: %s\n", why);
+            return 3;
+        }
+        execute(g_ops, g_nops);
+        return 0;
+    }
+    if (!strcmp(mode, "drive")) {
+        if (!c.lib || !c.simdir)
+            usage();
+        static char self[4096];
+        ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (k <= 0)
+            die("readlink /proc/self/exe");
+        self[k] = 0;
+        c.self = self;
+        return drive(&c, replays, nreplay);
+    }
+    usage();
+    return 2;
+}
