@@ -102,17 +102,15 @@ CUresult cb_copy(int hook, int ptsz, int dirhint, CUdeviceptr dst, CUdeviceptr s
     } else {
         enum cb_direction d = direction(rq.dcls.kind, rq.scls.kind);
         t->v[CB_ST_copies_h2d + d]++;
-        CUresult rc = CUDA_SUCCESS;
         if (bytes > cb_opt(CB_OPT_max_copy) || !cb_policy_defer(d, bytes)) {
             /* Eligible memory, just not worth batching.  This copy is asynchronous
              * and holds the host to nothing, so issuing it ahead of the queued run
              * is unobservable unless their ranges overlap (rule 5): only then must
              * the run go first.  Interleaved copies of both kinds keep batching. */
             t->v[bytes > cb_opt(CB_OPT_max_copy) ? CB_ST_pass_size : CB_ST_pass_policy]++;
-            CUresult fe = cb_flush_if_conflict(&rq);
-            rc = cb_copy_forward(hook, dst, src, bytes, stream);
-            return fe != CUDA_SUCCESS ? fe : rc;
+            return cb_pass_eligible(&rq);
         }
+        CUresult rc = CUDA_SUCCESS;
         if (cb_enqueue(&rq, &rc)) {
             t->v[CB_ST_deferred]++;
             return rc;

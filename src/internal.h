@@ -147,8 +147,9 @@ struct cb_copy_req {
 int cb_enqueue(const struct cb_copy_req *rq, CUresult *rc);
 CUresult cb_flush_stream(CUstream s, int ptsz_entry, enum cb_flush_why why);
 CUresult cb_flush_all(enum cb_flush_why why);
-/* An eligible copy about to pass through: flush its stream's run only if they overlap. */
-CUresult cb_flush_if_conflict(const struct cb_copy_req *rq);
+/* Issue an eligible copy that is not deferred: its stream's run goes first only if
+ * they overlap; returns the copy's result (or an earlier flush error). */
+CUresult cb_pass_eligible(const struct cb_copy_req *rq);
 CUresult cb_flush_legacy(void);
 void cb_forget_stream(CUstream s);
 /* A context (or a device's primary context, ctx NULL) was destroyed or reset. */

@@ -459,20 +459,30 @@ CUresult cb_flush_stream(CUstream s, int ptsz_entry, enum cb_flush_why why)
 
 int cb_runs_pending(void) { return atomic_load(&cb_nonempty) > 0; }
 
-CUresult cb_flush_if_conflict(const struct cb_copy_req *rq)
+CUresult cb_pass_eligible(const struct cb_copy_req *rq)
 {
     if (atomic_load_explicit(&cb_active, memory_order_acquire) == 0 || cb_tls_locked)
-        return CUDA_SUCCESS;
+        return cb_copy_forward(rq->hook, rq->dst, rq->src, rq->bytes, rq->stream);
     struct cb_run_key key = key_for(rq->stream, rq->sk);
-    CUresult rc = CUDA_SUCCESS;
+    CUresult fe = CUDA_SUCCESS;
     q_lock();
     struct cb_run *run = run_find(&key);
     if (run && run->n > 0 && hazard(run, rq))
-        rc = run_flush(run, CB_WHY_HAZARD);
+        fe = run_flush(run, CB_WHY_HAZARD);
     else if (run && run->active && run->n == 0)
-        rc = run_flush(run, CB_WHY_STREAM); /* a pending join or error: settle it */
+        fe = run_flush(run, CB_WHY_STREAM); /* a pending join or error: settle it */
+    /* Issued under the lock so that no other thread can flush the run between the
+     * copy and the fence below. */
+    CUresult rc = cb_copy_forward(rq->hook, rq->dst, rq->src, rq->bytes, rq->stream);
+    if (run && run->n > 0 && run->ptds && run->ev_start) {
+        /* Copies queued from now on may depend on this one; a side-stream
+         * submission waits for ev_start only, so move it past this copy. */
+        CUresult er = cb_drv.EventRecord(run->ev_start, CU_STREAM_PER_THREAD);
+        if (er != CUDA_SUCCESS && fe == CUDA_SUCCESS)
+            fe = run_flush(run, CB_WHY_STREAM);
+    }
     q_unlock();
-    return rc;
+    return fe != CUDA_SUCCESS ? fe : rc;
 }
 
 /* Flush every active run, or only blocking ones (legacy rule).  Lock held. */

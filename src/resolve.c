@@ -29,12 +29,24 @@ struct cb_swap_entry { uintptr_t real; void *wrapper; };
 static struct cb_swap_entry cb_swap_table[CB_HOOK_COUNT];
 static size_t cb_swap_count;
 
-static void real_dlsym_init(void)
+/* dlsym is called by sanitizer runtimes while they initialise, before their shadow
+ * memory exists: the code on that path must not be instrumented. */
+#define CB_UNINSTRUMENTED __attribute__((no_sanitize("address", "undefined")))
+
+CB_UNINSTRUMENTED static void real_dlsym_init(void)
 {
-    /* Never call the public dlsym here: it is ours. */
-    void *p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-    if (!p)
-        p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+    /* Never call the public dlsym here: it is ours.  RTLD_NEXT finds libc's
+     * unless something (a sanitizer runtime initialising before us) stands
+     * between; then ask libc itself. */
+    static const char *const versions[] = {"GLIBC_2.34", "GLIBC_2.2.5"};
+    void *p = NULL;
+    for (int i = 0; i < 2 && !p; i++)
+        p = dlvsym(RTLD_NEXT, "dlsym", versions[i]);
+    if (!p) {
+        void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+        for (int i = 0; i < 2 && libc && !p; i++)
+            p = dlvsym(libc, "dlsym", versions[i]);
+    }
     real_dlsym = (void *(*)(void *, const char *))p;
 }
 
@@ -169,10 +181,13 @@ static int libcuda_loaded(void)
     return 1;
 }
 
-CB_EXPORT void *dlsym(void *handle, const char *name)
+CB_EXPORT CB_UNINSTRUMENTED void *dlsym(void *handle, const char *name)
 {
-    if (CB_UNLIKELY(!real_dlsym))
+    if (CB_UNLIKELY(!real_dlsym)) {
         real_dlsym_init();
+        if (!real_dlsym)
+            return NULL; /* cannot happen with glibc; never crash for it */
+    }
     void *p = real_dlsym(handle, name);
     if (!p || name[0] != 'c' || name[1] != 'u' || cb_in_init)
         return p;

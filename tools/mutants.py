@@ -31,8 +31,10 @@ MUTANTS = {
                           "    } else if (0) {", "rule 1"),
     "version-ignored": ("src/resolve.c", "    if (v < 13000) {", "    if (0) {", "section 2"),
     "no-pointer-swap": ("src/resolve.c", "    return e ? e->wrapper : p;", "    return (void)e, p;", "section 1"),
-    "pass-through-ignores-hazard": ("src/queue.c", "    if (run && run->n > 0 && hazard(run, rq))\n        rc = run_flush(run, CB_WHY_HAZARD);",
-                                    "    if (0)\n        rc = run_flush(run, CB_WHY_HAZARD);", "rule 5"),
+    "ptds-pass-through-unfenced": ("src/queue.c", "    if (run && run->n > 0 && run->ptds && run->ev_start) {",
+                                   "    if (0) {", "rule 4"),
+    "pass-through-ignores-hazard": ("src/queue.c", "    if (run && run->n > 0 && hazard(run, rq))\n        fe = run_flush(run, CB_WHY_HAZARD);",
+                                    "    if (0)\n        fe = run_flush(run, CB_WHY_HAZARD);", "rule 5"),
 }
 
 def sh(cmd):
@@ -52,8 +54,11 @@ def main():
             b = sh("make -s src/libcubatch.la tests/check_units 2>&1")
             if b.returncode:
                 print(f"{name}: does not build\n{b.stdout[-2000:]}"); survived.append(name); continue
-            r = sh("./tests/check_rules 2>&1; ./tests/check_units 2>&1")
+            r = sh("./tests/check_rules 2>&1; ./tests/check_units 2>&1; "
+                   "top_builddir=. top_srcdir=. tests/fuzz/run-fuzz.sh --seeds 1-300 --seconds 20 2>&1")
             fails = sorted({l.split(':')[3] for l in r.stdout.splitlines() if ':F:' in l or ':E:' in l})
+            if "FAILED" in r.stdout or " 0 divergence" not in r.stdout:
+                fails.append("fuzz")
             print(f"{name} ({rule}): {'caught by ' + ', '.join(fails) if fails else 'SURVIVED'}")
             if not fails: survived.append(name)
         finally:
