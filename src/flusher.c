@@ -3,11 +3,13 @@
  *
  * Bounded waiting: a program that queues copies and then computes on the CPU
  * makes no call that would flush them, and without cubatch they would already be
- * running.  A background thread submits every run the program has stopped adding
- * to (queue.c, cb_runs_timer_pass, says when) and sleeps until the next run is
- * due.  It only runs while runs exist: after CB_FL_IDLE_NS without any it waits on
- * a condition variable, and the copy path wakes it (one futex call) only then,
- * never per copy.  Its timer slack is set to 1 us so that a 10 us sleep is 10 us.
+ * running.  A background thread looks at the runs every CUBATCH_FLUSH_US / 10
+ * (10 us by default; its timer slack is set to 1 us so that such a sleep is what
+ * it says) and submits those that stopped growing (queue.c, cb_runs_timer_pass).
+ * It keeps looking for CB_FL_LINGER_NS after the last run it saw, then waits on a
+ * condition variable; only then does the copy path wake it, with one futex call
+ * at the start of a run.  So a process that copies steadily pays no wake-up on
+ * its own threads, and an idle one pays no timer.
  * A per-thread-stream run it flushes goes through the side stream (submit.c),
  * since only the owner can name that stream. */
 #include "internal.h"
@@ -31,7 +33,7 @@ uint64_t cb_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-#define CB_FL_MIN_NAP_NS 2000u
+#define CB_FL_LINGER_NS 5000000u /* 5 ms of looks after the last run */
 
 static void *flusher_main(void *arg)
 {
@@ -39,12 +41,17 @@ static void *flusher_main(void *arg)
 #ifdef PR_SET_TIMERSLACK
     prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 #endif
+    uint64_t nap = cb_opt(CB_OPT_flush_us) * 100u; /* flush_us / 10, in ns */
+    struct timespec ts = {(time_t)(nap / 1000000000u), (long)(nap % 1000000000u)};
+    uint64_t last_busy = cb_now_ns();
     for (;;) {
-        uint64_t now = cb_now_ns(), next;
-        if (!cb_runs_timer_pass(now, &next)) {
-            /* No run left: wait for the copy path's kick.  awake is cleared
-             * before the runs are counted again, and the copy path counts its
-             * run before it reads awake, so one of the two always sees the other. */
+        uint64_t now = cb_now_ns();
+        if (cb_runs_timer_pass(now)) {
+            last_busy = now;
+        } else if (now - last_busy > CB_FL_LINGER_NS) {
+            /* Nothing for a while: wait for the copy path's kick.  awake is
+             * cleared before the runs are counted again, and the copy path counts
+             * its run before it reads awake, so one of the two sees the other. */
             pthread_mutex_lock(&cb_fl_lock);
             atomic_store(&cb_fl_awake, 0);
             if (!cb_runs_pending())
@@ -52,12 +59,9 @@ static void *flusher_main(void *arg)
                     pthread_cond_wait(&cb_fl_cond, &cb_fl_lock);
             atomic_store(&cb_fl_awake, 1);
             pthread_mutex_unlock(&cb_fl_lock);
+            last_busy = cb_now_ns();
             continue;
         }
-        uint64_t nap = next == UINT64_MAX ? CB_FL_MIN_NAP_NS : (next > now ? next - now : 0);
-        if (nap < CB_FL_MIN_NAP_NS)
-            nap = CB_FL_MIN_NAP_NS;
-        struct timespec ts = {(time_t)(nap / 1000000000u), (long)(nap % 1000000000u)};
         nanosleep(&ts, NULL);
     }
     return NULL;

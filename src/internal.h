@@ -154,7 +154,7 @@ CUresult cb_flush_legacy(void);
 void cb_forget_stream(CUstream s);
 /* A context (or a device's primary context, ctx NULL) was destroyed or reset. */
 void cb_forget_context(CUcontext ctx, int device);
-int cb_runs_timer_pass(uint64_t now_ns, uint64_t *next_deadline);
+int cb_runs_timer_pass(uint64_t now_ns);
 int cb_runs_pending(void); /* any run holds copies, a join or an error */
 void cb_queue_exit(void); /* final flush; later copies pass through */
 void cb_queue_atfork_prepare(void);

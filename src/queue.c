@@ -23,7 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static pthread_mutex_t cb_q_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Adaptive: a thread that finds it taken spins briefly before sleeping, as the
+ * holder is usually done within a microsecond. */
+static pthread_mutex_t cb_q_lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
 static struct cb_run *cb_runs;
 /* Runs that hold copies, a pending join or a pending error.  Zero lets every
  * flush trigger return without taking the lock. */
@@ -314,8 +316,9 @@ static int run_open(struct cb_run *run, const struct cb_copy_req *rq, enum cb_st
         }
         run->device = dev;
     }
-    run->opened_ns = run->last_ns = cb_now_ns();
-    run->gap_ns = 0;
+    run->opened_ns = cb_now_ns();
+    run->seen_n = 0;
+    run->idle_looks = 0;
     return 0;
 }
 
@@ -405,11 +408,6 @@ int cb_enqueue(const struct cb_copy_req *rq, CUresult *rc)
     run->sizes[i] = rq->bytes;
     run->hooks[i] = (unsigned char)rq->hook;
     run->streams[i] = rq->stream;
-    if (i > 0) { /* the pace of this run, for the idle detection of the timer */
-        uint64_t now = cb_now_ns();
-        run->gap_ns = (7 * run->gap_ns + (now - run->last_ns)) / 8;
-        run->last_ns = now;
-    }
     if (run->n >= cb_opt(CB_OPT_max_batch)) {
         CUresult fr = run_flush(run, CB_WHY_FULL);
         if (*rc == CUDA_SUCCESS)
@@ -556,42 +554,37 @@ void cb_forget_context(CUcontext ctx, int device)
     q_unlock();
 }
 
-/* Rule 7.  A run is submitted once the program has stopped adding to it: no copy
- * for 4 x the run's usual gap between copies, kept between CUBATCH_FLUSH_US / 10
- * and CUBATCH_FLUSH_US; and whatever the pace, once it is 10 x CUBATCH_FLUSH_US
- * old.  With the default 100 us, a tight loop of copies (gaps well under a
- * microsecond) is submitted ~10 us after its last copy, so the copies start while
- * the program computes, and a Python loop issuing a copy every 10 us still forms
- * one run.  Returns 1 while runs exist; *next_deadline is when the earliest
- * remaining run becomes due. */
-int cb_runs_timer_pass(uint64_t now_ns, uint64_t *next_deadline)
+/* Rule 7.  The timer looks at the runs every CUBATCH_FLUSH_US / 10 (flusher.c).
+ * A run that did not grow over two looks in a row, i.e. no copy joined it for
+ * 10 to 30 us with the default 100 us, is submitted: the program has moved on
+ * (to CPU work, say) and its copies should be running.  A run is also submitted,
+ * whatever its pace, once it is 10 x CUBATCH_FLUSH_US old.  Nothing on the copy
+ * path reads a clock: the timer compares run lengths.  If the program holds the
+ * queue lock, it is busy queueing and the look is skipped.  Returns 1 while runs
+ * hold copies. */
+int cb_runs_timer_pass(uint64_t now_ns)
 {
-    int busy = 0;
-    *next_deadline = UINT64_MAX;
-    if (atomic_load_explicit(&cb_active, memory_order_acquire) == 0)
+    if (atomic_load_explicit(&cb_nonempty, memory_order_acquire) == 0)
         return 0;
-    uint64_t cap = cb_opt(CB_OPT_flush_us) * 1000u;
-    q_lock();
+    if (pthread_mutex_trylock(&cb_q_lock))
+        return 1;
+    cb_tls_locked = 1;
+    uint64_t max_age = 10 * cb_opt(CB_OPT_flush_us) * 1000u;
     struct cb_run *run, *tmp;
     HASH_ITER(hh, cb_runs, run, tmp) {
         if (run->n == 0)
             continue;
-        busy = 1;
-        uint64_t idle = 4 * run->gap_ns;
-        if (idle < cap / 10)
-            idle = cap / 10;
-        if (idle > cap)
-            idle = cap;
-        uint64_t due = run->last_ns + idle, hard = run->opened_ns + 10 * cap;
-        if (hard < due)
-            due = hard;
-        if (due <= now_ns)
+        if (run->n != run->seen_n) {
+            run->seen_n = run->n;
+            run->idle_looks = 0;
+        } else {
+            run->idle_looks++;
+        }
+        if (run->idle_looks >= 2 || now_ns - run->opened_ns >= max_age)
             run_flush(run, CB_WHY_TIMER);
-        else if (due < *next_deadline)
-            *next_deadline = due;
     }
     q_unlock();
-    return busy;
+    return 1;
 }
 
 void cb_queue_exit(void)
@@ -623,6 +616,10 @@ void cb_queue_atfork_child(void)
     atomic_store(&cb_nonempty, 0);
     cb_tls_last.run = NULL;
     cb_submit_atfork_child();
-    pthread_mutex_init(&cb_q_lock, NULL);
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
+    pthread_mutex_init(&cb_q_lock, &a);
+    pthread_mutexattr_destroy(&a);
     cb_tls_locked = 0;
 }

@@ -35,8 +35,8 @@ struct cb_run {
     size_t n, cap;
     struct cb_iset writes, reads;
     uint64_t opened_ns; /* when the first copy was queued */
-    uint64_t last_ns;   /* when the latest copy was queued */
-    uint64_t gap_ns;    /* running mean of the time between two queued copies */
+    size_t seen_n;      /* n at the timer's previous look (flusher.c) */
+    unsigned idle_looks;/* consecutive looks that found n unchanged */
     CUevent ev_start;   /* per-thread stream: recorded on it when the run opened */
     CUevent ev_join;    /* per-thread stream: side-submitted, owner must wait on it */
     CUresult pending;   /* error of a flush made on this stream's behalf, not yet reported */
