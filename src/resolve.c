@@ -20,7 +20,9 @@ atomic_int cb_init_done;
 const char *cb_batching_reason = "not initialised";
 int cb_batching;
 
-static void *(*real_dlsym)(void *, const char *);
+/* Not static: the x86-64 entry of dlsym (below) jumps through it. */
+CB_HIDDEN void *(*cb_real_dlsym)(void *, const char *);
+#define real_dlsym cb_real_dlsym
 static pthread_mutex_t cb_init_lock = PTHREAD_MUTEX_INITIALIZER;
 static CB_TLS int cb_in_init;
 
@@ -33,7 +35,8 @@ static size_t cb_swap_count;
  * memory exists: the code on that path must not be instrumented. */
 #define CB_UNINSTRUMENTED __attribute__((no_sanitize("address", "undefined")))
 
-CB_UNINSTRUMENTED static void real_dlsym_init(void)
+CB_HIDDEN CB_UNINSTRUMENTED void cb_real_dlsym_init(void);
+CB_UNINSTRUMENTED void cb_real_dlsym_init(void)
 {
     /* Never call the public dlsym here: it is ours.  RTLD_NEXT finds libc's
      * unless something (a sanitizer runtime initialising before us) stands
@@ -121,7 +124,7 @@ void cb_init_slow(void)
     }
     cb_in_init = 1;
     if (!real_dlsym)
-        real_dlsym_init();
+        cb_real_dlsym_init();
     cb_config_load();
     void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
     if (!h)
@@ -181,10 +184,52 @@ static int libcuda_loaded(void)
     return 1;
 }
 
-CB_EXPORT CB_UNINSTRUMENTED void *dlsym(void *handle, const char *name)
+/* dlsym(RTLD_NEXT, name) means "the next definition after the CALLER's object";
+ * glibc finds the caller from its return address.  Were our C wrapper to call the
+ * real dlsym, the caller would be libcubatch, and a library loaded after us (a
+ * sanitizer runtime, another interposer) asking for its next malloc or mmap would
+ * get its own function back: endless recursion.  So on x86-64 the exported dlsym
+ * is a few instructions that jump (not call) to the real dlsym for RTLD_NEXT,
+ * leaving the caller's return address in place, and jump to cb_dlsym_impl for
+ * everything else.  A caller after us thereby bypasses cubatch, as RTLD_NEXT
+ * asks; a program asking for the next cu* function after itself gets our
+ * wrapper, since we come right after it.  Elsewhere the C function is dlsym, with
+ * RTLD_NEXT resolved relative to libcubatch (documented limit). */
+#if defined(__x86_64__) && defined(__ELF__)
+#define CB_DLSYM_IMPL cb_dlsym_impl
+#define CB_DLSYM_VISIBILITY CB_HIDDEN
+__asm__(".text\n"
+        ".globl dlsym\n"
+        ".type dlsym, @function\n"
+        "dlsym:\n"
+        "    cmpq $-1, %rdi\n"              /* RTLD_NEXT is ((void *) -1l) */
+        "    jne cb_dlsym_impl\n"
+        "    movq cb_real_dlsym(%rip), %rax\n"
+        "    testq %rax, %rax\n"
+        "    jne 1f\n"
+        "    pushq %rdi\n"
+        "    pushq %rsi\n"
+        "    subq $8, %rsp\n"               /* keep the stack 16-byte aligned */
+        "    call cb_real_dlsym_init\n"
+        "    addq $8, %rsp\n"
+        "    popq %rsi\n"
+        "    popq %rdi\n"
+        "    movq cb_real_dlsym(%rip), %rax\n"
+        "    testq %rax, %rax\n"
+        "    je 2f\n"
+        "1:  jmp *%rax\n"
+        "2:  xorl %eax, %eax\n"
+        "    ret\n"
+        ".size dlsym, .-dlsym\n");
+#else
+#define CB_DLSYM_IMPL dlsym
+#define CB_DLSYM_VISIBILITY CB_EXPORT
+#endif
+
+CB_DLSYM_VISIBILITY CB_UNINSTRUMENTED void *CB_DLSYM_IMPL(void *handle, const char *name)
 {
     if (CB_UNLIKELY(!real_dlsym)) {
-        real_dlsym_init();
+        cb_real_dlsym_init();
         if (!real_dlsym)
             return NULL; /* cannot happen with glibc; never crash for it */
     }

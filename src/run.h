@@ -36,6 +36,7 @@ struct cb_run {
     struct cb_iset writes, reads;
     uint64_t opened_ns; /* when the first copy was queued */
     size_t seen_n;      /* n at the timer's previous look (flusher.c) */
+    uint64_t last_copy_ns, pace_ns; /* the stream's copy pace (queue.c, run_pace) */
     unsigned idle_looks;/* consecutive looks that found n unchanged */
     CUevent ev_start;   /* per-thread stream: recorded on it when the run opened */
     CUevent ev_join;    /* per-thread stream: side-submitted, owner must wait on it */

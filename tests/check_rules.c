@@ -90,6 +90,12 @@ static struct run run_prog(const char *prog, const char *scenario, int preload, 
         own_timer |= !strncmp(*e, "CUBATCH_FLUSH_US=", 17);
     if (!own_timer)
         env[ne++] = "CUBATCH_FLUSH_US=1000000";
+    /* Likewise the pace rule: under valgrind or a sanitizer every copy is slow. */
+    int own_pace = 0;
+    for (const char *const *e = extra; e && *e; e++)
+        own_pace |= !strncmp(*e, "CUBATCH_SLOW_NS=", 16);
+    if (!own_pace)
+        env[ne++] = "CUBATCH_SLOW_NS=1000000000";
     snprintf(e_stats_file, sizeof e_stats_file, "CUBATCH_STATS_FILE=%s", stats);
     env[ne++] = e_stats_file;
     snprintf(e_log, sizeof e_log, "CUSIM_LOG=%s", log);
@@ -315,6 +321,16 @@ START_TEST(policy_pass_through_keeps_the_run)
     STAT_EQ(p.shim, "batch_max", 16);
     STAT_EQ(p.shim, "flush_hazard", 1);  /* ... until the overwrite of what they read */
     STAT_EQ(p.shim, "flush_passthrough", 0);
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(slow_copies_pass_fast_ones_batch)
+{
+    const char *env[] = {"CUBATCH_SLOW_NS=10000", NULL};
+    struct pair p = both("pace", env);
+    STAT_GE(p.shim, "pass_slow", 56);       /* the slow loop, once its pace is known */
+    STAT_GE(p.shim, "batch_max", 64);       /* the fast loop after the pause, whole */
     pair_free(&p);
 }
 END_TEST
@@ -659,7 +675,8 @@ int main(void)
     Suite *s = suite_create("rules");
     struct { const char *name; const TTest *tests[8]; } cases[] = {
         {"deferral", {runs_become_batches, pageable_passes_through, single_copy_goes_out_as_itself,
-                      policy_keeps_slow_band_out, policy_pass_through_keeps_the_run, managed_memory}},
+                      policy_keeps_slow_band_out, policy_pass_through_keeps_the_run, slow_copies_pass_fast_ones_batch,
+                      managed_memory}},
         {"capture", {capture_flushes_then_passes_through}},
         {"legacy", {legacy_work_follows_blocking_runs, legacy_copies_never_batch}},
         {"per_thread_stream", {ptds_own_thread, ptds_other_thread_ctx_sync, ptds_other_thread_legacy}},

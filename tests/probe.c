@@ -579,6 +579,36 @@ static void sc_interleave(void)
     free(old);
 }
 
+/* Copies issued slowly (40 us apart, like a Python loop), then, after a pause, a
+ * fast loop: the first pass through, the second is batched. */
+static void spin_us(unsigned us)
+{
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    do
+        clock_gettime(CLOCK_MONOTONIC, &b);
+    while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < (long)us * 1000L);
+}
+static void sc_pace(void)
+{
+    unsigned char *src = malloc(2 * N * SZ);
+    fill(src, 2 * N * SZ, 28);
+    CUdeviceptr d = devfilled(src, 2 * N * SZ);
+    unsigned char *out = pinned(2 * N * SZ);
+    CUstream s = mkstream(0);
+    for (int i = 0; i < N; i++) {
+        CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * SZ, d + (size_t)i * SZ, SZ, s));
+        spin_us(40);
+    }
+    struct timespec ts = {0, 2 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    for (int i = N; i < 2 * N; i++)
+        CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * SZ, d + (size_t)i * SZ, SZ, s));
+    CK(cuStreamSynchronize(s));
+    expect("slow then fast copies", out, src, 2 * N * SZ);
+    free(src);
+}
+
 /* cuMemcpyAsync (unified) with managed and pinned memory, both directions. */
 static void sc_managed(void)
 {
@@ -748,7 +778,7 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"h2d_4k", sc_h2d_4k},         {"single", sc_single},
     {"d2h_20", sc_d2h_20},         {"managed", sc_managed},
     {"free_realloc", sc_free_realloc}, {"hostfunc", sc_hostfunc},
-    {"interleave", sc_interleave},   {"resolve", sc_resolve},
+    {"interleave", sc_interleave},   {"pace", sc_pace},   {"resolve", sc_resolve},
 };
 
 int main(int argc, char **argv)
