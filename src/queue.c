@@ -583,10 +583,10 @@ void cb_forget_context(CUcontext ctx, int device)
  * A run that did not grow over two looks in a row, i.e. no copy joined it for
  * 10 to 30 us with the default 100 us, is submitted: the program has moved on
  * (to CPU work, say) and its copies should be running.  A run is also submitted,
- * whatever its pace, once it is CUBATCH_FLUSH_US old: a program that issues a
- * copy every few microseconds (Python) gains little from batching them and would
- * otherwise leave the GPU idle while it issues (measured: a PyTorch soak ran 13%
- * slower with a 1 ms bound).  Nothing on the copy
+ * whatever its pace, once it is 10 x CUBATCH_FLUSH_US old (1 ms by default: a
+ * fast loop of 4096 copies fits; a shorter bound split such loops on the H200).
+ * Programs that issue copies microseconds apart are not deferred at all (the pace
+ * rule, run_pace), so this bound rarely decides anything.  Nothing on the copy
  * path reads a clock: the timer compares run lengths.  If the program holds the
  * queue lock, it is busy queueing and the look is skipped.  Returns 1 while runs
  * hold copies. */
@@ -597,7 +597,7 @@ int cb_runs_timer_pass(uint64_t now_ns)
     if (pthread_mutex_trylock(&cb_q_lock))
         return 1;
     cb_tls_locked = 1;
-    uint64_t max_age = cb_opt(CB_OPT_flush_us) * 1000u;
+    uint64_t max_age = 10 * cb_opt(CB_OPT_flush_us) * 1000u;
     struct cb_run *run, *tmp;
     HASH_ITER(hh, cb_runs, run, tmp) {
         if (run->n == 0)
