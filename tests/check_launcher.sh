@@ -1,0 +1,68 @@
+#!/bin/sh
+# The launcher and the report, as the README describes them, against the
+# simulated driver: usage and exit codes, --help generated from options.def,
+# flags reaching the library, an existing LD_PRELOAD kept, the program's exit
+# status passed back, the text and JSON reports; the README's option table equal
+# to the generated one; the demo of the quick start.
+b=${top_builddir:-.}
+s=${top_srcdir:-.}
+L=$(cd "$b" && pwd)/src/.libs/libcubatch.so
+C=$b/cubatch
+fail=0
+ok() { echo "check_launcher: ok: $1"; }
+bad() { echo "check_launcher: FAILED: $1"; fail=1; }
+export CUBATCH_LIBRARY="$L" LD_LIBRARY_PATH="$b/tests/sim/.libs" CUBATCH_FLUSH_US=1000000 CUBATCH_SLOW_NS=1000000000
+
+"$C" >/dev/null 2>"$b/launcher.err"; rc=$?
+[ $rc -eq 2 ] && grep -q '^usage: cubatch' "$b/launcher.err" && ok "no command: usage, exit 2" || bad "no command (exit $rc)"
+"$C" --no-such-flag /bin/true >/dev/null 2>&1; rc=$?
+[ $rc -eq 2 ] && ok "unknown flag: exit 2" || bad "unknown flag (exit $rc)"
+"$C" --version | grep -q '^cubatch 0' && ok "--version" || bad "--version"
+help=$("$C" --help 2>&1)
+for v in $(sed -n 's/^CB_OPTION(\([a-z_]*\),.*/\1/p' "$s/src/options.def" | tr a-z A-Z); do
+    printf '%s\n' "$help" | grep -q "CUBATCH_$v" || bad "--help lacks CUBATCH_$v"
+done
+ok "--help lists every option of options.def"
+CUBATCH_LIBRARY=/nonexistent/libcubatch.so "$C" /bin/true 2>/dev/null; rc=$?
+[ $rc -eq 127 ] && ok "missing library: exit 127" || bad "missing library (exit $rc)"
+"$C" -- sh -c 'exit 42'; rc=$?
+[ $rc -eq 42 ] && ok "exit status passed back" || bad "exit status (got $rc)"
+pre=$(LD_PRELOAD=libm.so.6 "$C" -- sh -c 'printf %s "$LD_PRELOAD"')
+[ "$pre" = "$L libm.so.6" ] && ok "existing LD_PRELOAD kept after ours" || bad "LD_PRELOAD became '$pre'"
+flags=$("$C" --max-batch=8 --policy=all --off -- sh -c 'printf "%s %s %s" "$CUBATCH_MAX_BATCH" "$CUBATCH_POLICY" "$CUBATCH_ENABLE"')
+[ "$flags" = "8 all 0" ] && ok "flags become CUBATCH_ variables" || bad "flags gave '$flags'"
+
+json=$b/launcher-stats.json
+"$C" --stats=json --stats-file="$json" --max-batch=8 -- "$b/tests/probe" d2h_20 >/dev/null 2>&1; rc=$?
+if [ $rc -eq 0 ] && grep -q '"batch_max":8,' "$json" && grep -q '"batches":3,' "$json"; then
+    ok "JSON report, with --max-batch honoured"
+else
+    bad "JSON report (exit $rc): $(cat "$json" 2>/dev/null)"
+fi
+text=$("$C" --stats -- "$b/tests/probe" basic 2>&1 >/dev/null)
+for want in 'batching on (ok)' 'cuMemcpyHtoDAsync_v2 ' 'deferred ' 'batches ' 'flush_hazard ' 'mean_batch '; do
+    printf '%s\n' "$text" | grep -q "$want" || bad "text report lacks '$want'"
+done
+ok "text report"
+quiet=$("$C" -- "$b/tests/probe" basic 2>&1 >/dev/null)
+[ -z "$quiet" ] && ok "no report unless asked" || bad "unasked output: $quiet"
+bad_env=$(CUBATCH_MAX_BATCH=lots "$b/tests/probe" basic 2>&1 >/dev/null)
+[ -z "$bad_env" ] && ok "nothing printed without the preload" || bad "stderr without preload: $bad_env"
+warn=$(CUBATCH_MAX_BATCH=lots "$C" -- "$b/tests/probe" basic 2>&1 >/dev/null)
+printf '%s\n' "$warn" | grep -q 'CUBATCH_MAX_BATCH="lots" is not valid: it accepts an integer from 2 to 32768' &&
+    ok "malformed value: one clear warning" || bad "malformed value: '$warn'"
+
+# the README's option table is the generated one
+gen=$(sh "$s/tools/options-table.sh" 2>/dev/null || bash "$s/tools/options-table.sh")
+doc=$(sed -n '/options-table: begin/,/options-table: end/p' "$s/README.md" | sed '1d;$d')
+[ "$gen" = "$doc" ] && ok "README option table up to date" || bad "README option table differs from tools/options-table.sh"
+
+# the quick start's demo, against the simulated driver
+demo=$(CUBATCH_BUILDDIR="$b" sh "$s/examples/run-demo.sh" --sim 2>&1); rc=$?
+if [ $rc -eq 0 ] && printf '%s\n' "$demo" | grep -q 'demo: OK' && printf '%s\n' "$demo" | grep -qi 'simulated'; then
+    ok "demo under the launcher, simulated driver, says so"
+else
+    bad "demo (exit $rc): $demo"
+fi
+rm -f "$json" "$b/launcher.err"
+exit $fail
