@@ -840,12 +840,16 @@ static int gen_stream_op(struct op *o, const struct model *m, const struct view 
         if (nopage && (m->kind[o->a] == K_PAGE || m->kind[o->b] == K_PAGE))
             return -1;
         pick_ranges(o, m);
-        if (o->n > 0 && pct(nopage ? 0 : 2)) {
+        if (o->n > 1 && pct(nopage ? 0 : 2)) {
             int side = o->api == A_D2H ? o->b : o->a;
             if (is_devside(m->kind[side])) {
                 o->err = 1;
                 size_t *off = o->api == A_D2H ? &o->bo : &o->ao;
-                *off = m->size[side] - o->n + 1 + rn(64); /* runs past the end */
+                /* starts inside the allocation and runs past its end, so the
+                 * driver can tell (a start outside every allocation would be
+                 * taken for pageable host memory and overwrite the heap) */
+                size_t k = o->n - 1 < 64 ? o->n - 1 : 64;
+                *off = m->size[side] - 1 - rn(k);
                 if (o->api != A_D2H && o->b == o->a)
                     o->b = o->a, o->bo = 0;
             }
