@@ -529,6 +529,67 @@ START_TEST(replayed_error_reaches_the_program)
 }
 END_TEST
 
+START_TEST(every_batch_error_is_replayed)
+{
+    /* each error the batch call can return, injected on every batch */
+    const char *codes[] = {"1", "2", "3", "4", "201", "400", "700", "900", "999"};
+    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
+        char fail[96];
+        snprintf(fail, sizeof fail, "CUSIM_FAIL=cuMemcpyBatchAsync_v2:0:%s", codes[i]);
+        const char *env[] = {fail, NULL};
+        struct pair p = both("basic", env);
+        STAT_EQ(p.shim, "batch_errors", 2);
+        STAT_EQ(p.shim, "replayed", 128);
+        STAT_EQ(p.shim, "replay_errors", 0);
+        pair_free(&p);
+    }
+}
+END_TEST
+
+START_TEST(pointer_queries_failing_pass_through)
+{
+    const char *env[] = {"CUSIM_FAIL=cuPointerGetAttributes:0:1", NULL};
+    struct pair p = both("basic", env);
+    STAT_EQ(p.shim, "pass_query", 128);
+    STAT_EQ(p.shim, "deferred", 0);
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(allocation_failure_passes_through)
+{
+    const char *env[] = {"LD_PRELOAD=" LIBCUBATCH " " BUILDDIR "/tests/.libs/libfailalloc.so", NULL};
+    const char *scenarios[] = {"basic", "ptds_ctxsync", "threads", "interleave"};
+    for (size_t i = 0; i < 4; i++) {
+        struct run plain = probe(scenarios[i], 0, NULL), shim = probe(scenarios[i], 0, env);
+        ASSERT_OK(plain, "without cubatch");
+        ASSERT_OK(shim, "cubatch unable to allocate");
+        char *a = lines_with(&plain, "digest:"), *b = lines_with(&shim, "digest:");
+        ck_assert_str_eq(a, b);
+        /* cubatch could queue nothing: every copy went out as itself */
+        ck_assert_int_eq(log_count(&shim, BATCH), 0);
+        free(a);
+        free(b);
+        run_free(&plain);
+        run_free(&shim);
+    }
+}
+END_TEST
+
+START_TEST(context_reset_flushes_first)
+{
+    struct pair p = both("ctx_reset", NULL);
+    STAT_EQ(p.shim, "batches", 2);
+    ck_assert_int_eq(log_count(&p.shim, BATCH), 2);
+    /* the second batch is logged before the reset */
+    const char *last = strstr(p.shim.log, BATCH), *next;
+    while ((next = strstr(last + 1, BATCH)))
+        last = next;
+    ck_assert_msg(last < strstr(p.shim.log, "cuDevicePrimaryCtxReset_v2"), "%s", p.shim.log);
+    pair_free(&p);
+}
+END_TEST
+
 /* ---- rule 10: process life ------------------------------------------------------------------ */
 
 START_TEST(exit_flushes)
@@ -684,7 +745,9 @@ int main(void)
         {"observers", {query_observes, event_observes, host_function_observes, stream_destroy_and_reuse,
                        free_flushes_and_forgets, many_threads}},
         {"bounded", {full_runs_are_chunked, cpu_work_does_not_hold_copies}},
-        {"errors", {refused_batch_is_replayed, replayed_error_reaches_the_program}},
+        {"errors", {refused_batch_is_replayed, replayed_error_reaches_the_program, every_batch_error_is_replayed,
+                    pointer_queries_failing_pass_through, allocation_failure_passes_through,
+                    context_reset_flushes_first}},
         {"process", {exit_flushes, fork_flushes_and_child_starts_empty, process_without_cuda_is_untouched}},
         {"version", {driver_12_8_passes_through, missing_entry_point_passes_through, switched_off_passes_through,
                      bad_environment_is_reported}},

@@ -609,6 +609,29 @@ static void sc_pace(void)
     free(src);
 }
 
+/* Copies queued, then the primary context is reset: they must reach the driver
+ * before it goes (the call log shows the order; the memory is gone after). */
+static void sc_ctx_reset(void)
+{
+    unsigned char *src = malloc(N * SZ);
+    fill(src, N * SZ, 29);
+    CUdeviceptr d = devfilled(src, N * SZ);
+    unsigned char *out = pinned(N * SZ);
+    CUstream s = mkstream(0);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * SZ, d + (size_t)i * SZ, SZ, s));
+    CK(cuStreamSynchronize(s)); /* these are checked */
+    digest(out, N * SZ);
+    if (memcmp(out, src, N * SZ))
+        g_wrong = 1, printf("result: WRONG before reset\n");
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * SZ, d + (size_t)i * SZ, SZ, s));
+    CUdevice dev;
+    CK(cuDeviceGet(&dev, 0));
+    CK(cuDevicePrimaryCtxReset_v2(dev)); /* these must have been submitted first */
+    free(src);
+}
+
 /* cuMemcpyAsync (unified) with managed and pinned memory, both directions. */
 static void sc_managed(void)
 {
@@ -778,7 +801,7 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"h2d_4k", sc_h2d_4k},         {"single", sc_single},
     {"d2h_20", sc_d2h_20},         {"managed", sc_managed},
     {"free_realloc", sc_free_realloc}, {"hostfunc", sc_hostfunc},
-    {"interleave", sc_interleave},   {"pace", sc_pace},   {"resolve", sc_resolve},
+    {"interleave", sc_interleave},   {"pace", sc_pace},     {"ctx_reset", sc_ctx_reset},   {"resolve", sc_resolve},
 };
 
 int main(int argc, char **argv)

@@ -32,3 +32,9 @@ tests_fuzz_fuzz_SOURCES = tests/fuzz/fuzz.c
 tests_fuzz_fuzz_LDADD = tests/sim/libcuda.la -lpthread -ldl
 tests_fuzz_fuzz_LDFLAGS = -no-install $(AM_LDFLAGS)
 EXTRA_DIST += tests/fuzz/check_fuzz.sh tests/fuzz/run-fuzz.sh tests/fuzz/README.md tests/fuzz/regressions
+
+# A shim that makes libcubatch's own allocations fail (tests/failalloc.c).
+check_LTLIBRARIES += tests/libfailalloc.la
+tests_libfailalloc_la_SOURCES = tests/failalloc.c
+tests_libfailalloc_la_LDFLAGS = -module -avoid-version -shared -rpath $(abs_builddir)/tests
+tests_libfailalloc_la_LIBADD = -ldl
