@@ -55,7 +55,7 @@ def main():
             if b.returncode:
                 print(f"{name}: does not build\n{b.stdout[-2000:]}"); survived.append(name); continue
             r = sh("./tests/check_rules 2>&1; ./tests/check_units 2>&1; "
-                   "top_builddir=. top_srcdir=. tests/fuzz/run-fuzz.sh --seeds 1-300 --seconds 20 2>&1")
+                   "top_builddir=. top_srcdir=. tests/fuzz/run-fuzz.sh --seeds 1-300 --seconds 20 --save /tmp/cubatch-mutant-regressions 2>&1")
             fails = sorted({l.split(':')[3] for l in r.stdout.splitlines() if ':F:' in l or ':E:' in l})
             if "FAILED" in r.stdout or " 0 divergence" not in r.stdout:
                 fails.append("fuzz")

@@ -1615,17 +1615,21 @@ static struct result child(const struct cfg *c, const char *tmpdir, char *const 
     char *env[32];
     int ne = 0;
     static __thread char e_ld[512], e_pre[512];
+    /* The seed's variations first: getenv returns the first of duplicates. */
+    for (int i = 0; i < npenv && ne < 24; i++)
+        if (strncmp(penv[i], "CUBATCH_", 8) || preload)
+            env[ne++] = penv[i];
     env[ne++] = "PATH=/usr/bin:/bin";
     snprintf(e_ld, sizeof e_ld, "LD_LIBRARY_PATH=%s", c->simdir);
     env[ne++] = e_ld;
     env[ne++] = "CUBATCH_FLUSH_US=1000000";
+    /* the simulated driver is slow: without this the pace rule would pass most
+     * copies through and the fuzzer would test little of the queue */
+    env[ne++] = "CUBATCH_SLOW_NS=1000000000";
     /* For the sanitizer build (ignored otherwise): the preload comes before the
      * sanitizer runtime, and what the simulated driver holds at exit is no leak. */
     env[ne++] = "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0:abort_on_error=0";
     env[ne++] = "UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1";
-    for (int i = 0; i < npenv && ne < 28; i++)
-        if (strncmp(penv[i], "CUBATCH_", 8) || preload)
-            env[ne++] = penv[i];
     if (preload) {
         snprintf(e_pre, sizeof e_pre, "LD_PRELOAD=%s", c->lib);
         env[ne++] = e_pre;
