@@ -33,7 +33,7 @@ static size_t cb_swap_count;
 
 /* dlsym is called by sanitizer runtimes while they initialise, before their shadow
  * memory exists: the code on that path must not be instrumented. */
-#define CB_UNINSTRUMENTED __attribute__((no_sanitize("address", "undefined")))
+#define CB_UNINSTRUMENTED __attribute__((no_sanitize("address", "undefined", "thread")))
 
 CB_HIDDEN CB_UNINSTRUMENTED void cb_real_dlsym_init(void);
 CB_UNINSTRUMENTED void cb_real_dlsym_init(void)

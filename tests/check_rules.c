@@ -82,6 +82,7 @@ static struct run run_prog(const char *prog, const char *scenario, int preload, 
      * a scenario leaves at exit are not leaks of cubatch's. */
     env[ne++] = "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0:abort_on_error=0";
     env[ne++] = "UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1";
+    env[ne++] = "TSAN_OPTIONS=halt_on_error=1:report_signal_unsafe=0";
     /* The background flush works on wall-clock gaps, and the simulated driver is
      * slow and its timing varies: push it out of the way (submission only after
      * 100 ms idle) so batch counts are exact, unless a test sets it itself. */
@@ -327,6 +328,9 @@ END_TEST
 
 START_TEST(slow_copies_pass_fast_ones_batch)
 {
+#ifdef __SANITIZE_THREAD__
+    return; /* wall-clock pace: under ThreadSanitizer no loop is fast */
+#endif
     const char *env[] = {"CUBATCH_SLOW_NS=10000", NULL};
     struct pair p = both("pace", env);
     STAT_GE(p.shim, "pass_slow", 56);       /* the slow loop, once its pace is known */
@@ -558,7 +562,7 @@ END_TEST
 
 START_TEST(allocation_failure_passes_through)
 {
-#ifdef __SANITIZE_ADDRESS__
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
     /* the shim's malloc bypasses the sanitizer's: meaningless there */
     return;
 #endif

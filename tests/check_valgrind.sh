@@ -6,7 +6,7 @@ command -v valgrind >/dev/null 2>&1 || { echo "check_valgrind: no valgrind, skip
 b=${top_builddir:-.}
 lib=$b/src/.libs/libcubatch.so
 # memcheck and AddressSanitizer do not mix: the sanitizer build has its own checks
-if ldd "$lib" 2>/dev/null | grep -q 'libasan'; then
+if ldd "$lib" 2>/dev/null | grep -q -E 'lib(asan|tsan)'; then
     echo "check_valgrind: sanitizer build, skipped"; exit 77
 fi
 vg="valgrind -q --error-exitcode=9 --leak-check=no --track-origins=no"

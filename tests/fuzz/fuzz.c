@@ -1616,7 +1616,7 @@ static struct result child(const struct cfg *c, const char *tmpdir, char *const 
     int ne = 0;
     static __thread char e_ld[512], e_pre[512];
     /* The seed's variations first: getenv returns the first of duplicates. */
-    for (int i = 0; i < npenv && ne < 24; i++)
+    for (int i = 0; i < npenv && ne < 20; i++)
         if (strncmp(penv[i], "CUBATCH_", 8) || preload)
             env[ne++] = penv[i];
     env[ne++] = "PATH=/usr/bin:/bin";
@@ -1630,6 +1630,7 @@ static struct result child(const struct cfg *c, const char *tmpdir, char *const 
      * sanitizer runtime, and what the simulated driver holds at exit is no leak. */
     env[ne++] = "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0:abort_on_error=0";
     env[ne++] = "UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1";
+    env[ne++] = "TSAN_OPTIONS=halt_on_error=1:report_signal_unsafe=0";
     if (preload) {
         snprintf(e_pre, sizeof e_pre, "LD_PRELOAD=%s", c->lib);
         env[ne++] = e_pre;
