@@ -269,6 +269,7 @@ static void thread_gone(void *arg)
         run->orphan = 1; /* its stream can no longer be named: side stream */
         if (run->n > 0)
             run_flush(run, CB_WHY_EXIT);
+        cb_legacy_join(run); /* nobody will join later: the legacy stream waits now */
         run_free(run);
     }
     q_unlock();
@@ -517,6 +518,10 @@ static CUresult flush_matching(int only_blocking, enum cb_flush_why why)
         if (!run->active || (only_blocking && !run->blocking && !run->ptds))
             continue;
         CUresult rc = run_flush(run, why);
+        /* legacy-ordered calls (and context-wide ones, which include synchronous
+         * copies) must follow other threads' side-submitted per-thread copies */
+        if (why != CB_WHY_TIMER && why != CB_WHY_EXIT && rc == CUDA_SUCCESS && run->ptds)
+            rc = cb_legacy_join(run);
         if (rc != CUDA_SUCCESS && first == CUDA_SUCCESS)
             first = rc;
     }

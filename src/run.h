@@ -40,12 +40,14 @@ struct cb_run {
     unsigned idle_looks;/* consecutive looks that found n unchanged */
     CUevent ev_start;   /* per-thread stream: recorded on it when the run opened */
     CUevent ev_join;    /* per-thread stream: side-submitted, owner must wait on it */
+    int legacy_joined;  /* the legacy stream already waits on ev_join */
     CUresult pending;   /* error of a flush made on this stream's behalf, not yet reported */
 };
 
 /* submit.c */
 CUresult cb_submit(struct cb_run *run, int owner);  /* run->n > 0; empties nothing */
 CUresult cb_owner_join(struct cb_run *run);         /* owner waits for a side submission */
+CUresult cb_legacy_join(struct cb_run *run);        /* the legacy stream waits for it */
 CUresult cb_ptds_open(struct cb_run *run);          /* record ev_start on the owner's stream */
 void cb_ptds_release(struct cb_run *run);           /* give ev_start back */
 void cb_submit_forget_context(CUcontext ctx, int device);

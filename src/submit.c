@@ -121,6 +121,25 @@ void cb_ptds_release(struct cb_run *run)
     run->ev_start = NULL;
 }
 
+CUresult cb_legacy_join(struct cb_run *run)
+{
+    if (!run->ev_join || run->legacy_joined)
+        return CUDA_SUCCESS;
+    struct cb_ctx_guard g;
+    CUresult rc = cb_ctx_enter(run->ctx, &g);
+    if (rc == CUDA_SUCCESS)
+        rc = cb_drv.StreamWaitEvent(CU_STREAM_LEGACY, run->ev_join, 0);
+    cb_ctx_leave(&g);
+    run->legacy_joined = rc == CUDA_SUCCESS;
+    if (run->orphan && run->legacy_joined) { /* no owner will ever join */
+        struct cb_ctxstate *c = ctx_state(run->ctx, run->device);
+        if (c)
+            event_put(c, run->ev_join);
+        run->ev_join = NULL;
+    }
+    return rc;
+}
+
 CUresult cb_owner_join(struct cb_run *run)
 {
     if (!run->ev_join)
@@ -226,14 +245,16 @@ static CUresult submit_side(struct cb_run *run)
     CUresult sub = submit_on(run, c->side, c->side);
     if (rc == CUDA_SUCCESS)
         rc = cb_drv.EventRecord(done, c->side);
-    if (rc == CUDA_SUCCESS)
-        rc = cb_drv.StreamWaitEvent(CU_STREAM_LEGACY, done, 0);
     cb_ptds_release(run);
     if (run->ev_join) /* an earlier side submission the owner never joined: the new one follows it */
         event_put(c, run->ev_join);
-    run->ev_join = run->orphan ? NULL : done;
-    if (run->orphan)
-        event_put(c, done);
+    /* The legacy stream must not start its next work before these copies (the
+     * owner's stream is blocking): cb_legacy_join makes it wait, right before
+     * the next legacy-ordered call.  Not now: a wait on the legacy stream while
+     * another stream captures in global mode would invalidate that capture (the
+     * differential fuzzer found it), and this may run on the timer thread. */
+    run->ev_join = done;
+    run->legacy_joined = 0;
     cb_stats_thread()->v[CB_ST_side_submits]++;
     cb_ctx_leave(&g);
     return sub != CUDA_SUCCESS ? sub : rc;

@@ -19,7 +19,7 @@ MUTANTS = {
     "capture-ignored": ("src/queue.c", "    if (cap != CU_STREAM_CAPTURE_STATUS_NONE) {", "    if (0) {", "rule 2"),
     "ptds-side-stream-skipped": ("src/queue.c", "        if (!run->active || (only_blocking && !run->blocking && !run->ptds))",
                                  "        if (!run->active || (run->ptds && !run_is_owner(run)) || (only_blocking && !run->blocking && !run->ptds))", "rule 4"),
-    "ptds-no-legacy-join": ("src/submit.c", "        rc = cb_drv.StreamWaitEvent(CU_STREAM_LEGACY, done, 0);", "        rc = CUDA_SUCCESS;", "rule 4"),
+    "ptds-no-legacy-join": ("src/submit.c", "        rc = cb_drv.StreamWaitEvent(CU_STREAM_LEGACY, run->ev_join, 0);", "        rc = CUDA_SUCCESS;", "rule 4"),
     "no-timer": ("src/flusher.c", "void cb_flusher_kick(void)\n{\n", "void cb_flusher_kick(void)\n{\n    return;\n", "rule 7"),
     "no-chunking": ("src/queue.c", "    if (run->n >= cb_opt(CB_OPT_max_batch)) {", "    if (0) {", "rule 7"),
     "min-run-ignored": ("src/submit.c", "    if (n < cb_opt(CB_OPT_min_run)) {", "    if (n < 1) {", "rule 8"),
