@@ -598,6 +598,15 @@ START_TEST(context_reset_flushes_first)
 }
 END_TEST
 
+START_TEST(context_destroy_flushes_first)
+{
+    struct pair p = both("ctx_destroy", NULL);
+    STAT_EQ(p.shim, "batches", 1);
+    LOG_BEFORE(p.shim, BATCH, "cuCtxDestroy_v2");
+    pair_free(&p);
+}
+END_TEST
+
 /* ---- rule 10: process life ------------------------------------------------------------------ */
 
 START_TEST(exit_flushes)
@@ -755,7 +764,7 @@ int main(void)
         {"bounded", {full_runs_are_chunked, cpu_work_does_not_hold_copies}},
         {"errors", {refused_batch_is_replayed, replayed_error_reaches_the_program, every_batch_error_is_replayed,
                     pointer_queries_failing_pass_through, allocation_failure_passes_through,
-                    context_reset_flushes_first}},
+                    context_reset_flushes_first, context_destroy_flushes_first}},
         {"process", {exit_flushes, fork_flushes_and_child_starts_empty, process_without_cuda_is_untouched}},
         {"version", {driver_12_8_passes_through, missing_entry_point_passes_through, switched_off_passes_through,
                      bad_environment_is_reported}},

@@ -632,6 +632,27 @@ static void sc_ctx_reset(void)
     free(src);
 }
 
+/* Copies queued on a stream of a context the program created, then that context
+ * is destroyed: they must reach the driver first (the call log shows it). */
+static void sc_ctx_destroy(void)
+{
+    CUdevice dev;
+    CUcontext c2;
+    CK(cuDeviceGet(&dev, 0));
+    CK(cuCtxCreate_v2(&c2, 0, dev));
+    unsigned char *src = malloc(N * SZ);
+    fill(src, N * SZ, 30);
+    CUdeviceptr d = devfilled(src, N * SZ);
+    unsigned char *out = pinned(N * SZ);
+    CUstream s = mkstream(0);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * SZ, d + (size_t)i * SZ, SZ, s));
+    CK(cuCtxDestroy_v2(c2));
+    CK(cuCtxSetCurrent(g_ctx));
+    digest(src, N * SZ);
+    free(src);
+}
+
 /* cuMemcpyAsync (unified) with managed and pinned memory, both directions. */
 static void sc_managed(void)
 {
@@ -801,7 +822,7 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"h2d_4k", sc_h2d_4k},         {"single", sc_single},
     {"d2h_20", sc_d2h_20},         {"managed", sc_managed},
     {"free_realloc", sc_free_realloc}, {"hostfunc", sc_hostfunc},
-    {"interleave", sc_interleave},   {"pace", sc_pace},     {"ctx_reset", sc_ctx_reset},   {"resolve", sc_resolve},
+    {"interleave", sc_interleave},   {"pace", sc_pace},     {"ctx_reset", sc_ctx_reset}, {"ctx_destroy", sc_ctx_destroy},   {"resolve", sc_resolve},
 };
 
 int main(int argc, char **argv)
