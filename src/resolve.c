@@ -246,42 +246,28 @@ CB_DLSYM_VISIBILITY CB_UNINSTRUMENTED void *CB_DLSYM_IMPL(void *handle, const ch
     return cb_swap(p);
 }
 
-static void count(int id) { cb_stats_thread()->calls[id]++; }
+/* The three resolvers differ only in arity: ask the real one, keep its answer,
+ * swap the pointer if (and only if) it is a function we wrap. */
+#define CB_RESOLVER(name, params, args)                                  \
+    CB_EXPORT CUresult CUDAAPI name params                               \
+    {                                                                    \
+        cb_init();                                                       \
+        cb_stats_thread()->calls[CB_ID_##name]++;                        \
+        if (!CB_REAL(name))                                              \
+            return CUDA_ERROR_NOT_SUPPORTED;                             \
+        CUresult r = CB_REAL(name) args;                                 \
+        if (r == CUDA_SUCCESS && pfn && *pfn)                            \
+            *pfn = cb_swap(*pfn);                                        \
+        return r;                                                        \
+    }
 
-CB_EXPORT CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
-{
-    cb_init();
-    count(CB_ID_cuGetProcAddress);
-    if (!CB_REAL(cuGetProcAddress))
-        return CUDA_ERROR_NOT_SUPPORTED;
-    CUresult r = CB_REAL(cuGetProcAddress)(symbol, pfn, cudaVersion, flags);
-    if (r == CUDA_SUCCESS && pfn && *pfn)
-        *pfn = cb_swap(*pfn);
-    return r;
-}
-
-CB_EXPORT CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
-                                               cuuint64_t flags, CUdriverProcAddressQueryResult *symbolStatus)
-{
-    cb_init();
-    count(CB_ID_cuGetProcAddress_v2);
-    if (!CB_REAL(cuGetProcAddress_v2))
-        return CUDA_ERROR_NOT_SUPPORTED;
-    CUresult r = CB_REAL(cuGetProcAddress_v2)(symbol, pfn, cudaVersion, flags, symbolStatus);
-    if (r == CUDA_SUCCESS && pfn && *pfn)
-        *pfn = cb_swap(*pfn);
-    return r;
-}
-
-CB_EXPORT CUresult CUDAAPI cuGetProcAddress_v2_ptsz(const char *symbol, void **pfn, int cudaVersion,
-                                                    cuuint64_t flags, CUdriverProcAddressQueryResult *symbolStatus)
-{
-    cb_init();
-    count(CB_ID_cuGetProcAddress_v2_ptsz);
-    if (!CB_REAL(cuGetProcAddress_v2_ptsz))
-        return CUDA_ERROR_NOT_SUPPORTED;
-    CUresult r = CB_REAL(cuGetProcAddress_v2_ptsz)(symbol, pfn, cudaVersion, flags, symbolStatus);
-    if (r == CUDA_SUCCESS && pfn && *pfn)
-        *pfn = cb_swap(*pfn);
-    return r;
-}
+CB_RESOLVER(cuGetProcAddress, (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags),
+            (symbol, pfn, cudaVersion, flags))
+CB_RESOLVER(cuGetProcAddress_v2,
+            (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+             CUdriverProcAddressQueryResult *symbolStatus),
+            (symbol, pfn, cudaVersion, flags, symbolStatus))
+CB_RESOLVER(cuGetProcAddress_v2_ptsz,
+            (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+             CUdriverProcAddressQueryResult *symbolStatus),
+            (symbol, pfn, cudaVersion, flags, symbolStatus))
