@@ -9,3 +9,4 @@ EXTRA_DIST += \
 	bench/bench_report.py \
 	bench/campaign.sh \
 	bench/local.mk
+EXTRA_DIST += bench/RESULTS.md bench/quick-extras.sh tools/mutants.py

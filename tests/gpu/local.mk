@@ -11,3 +11,9 @@ EXTRA_DIST += \
 	tests/gpu/rt_copies.cu \
 	tests/gpu/torch_copies.py \
 	tests/gpu/cupy_copies.py
+# The real-GPU campaign's other parts (bench/RESULTS.md lists the commands).
+EXTRA_DIST += \
+	tests/gpu/run-probe.sh \
+	tests/gpu/soak.sh \
+	tests/gpu/torch_soak.py \
+	tests/gpu/two_gpu.py
