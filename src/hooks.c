@@ -29,72 +29,41 @@ static inline CUresult cb_finish(CUresult flush_rc, CUresult rc)
 #define CB_WRAP_COPY(name, ptsz, aarg, params, args) \
     CB_EXPORT CUresult CUDAAPI name params { return cb_copy(CB_ID_##name, ptsz, CB_EXPAND aarg); }
 
-#define CB_WRAP_STREAM(name, ptsz, aarg, params, args)                         \
-    CB_EXPORT CUresult CUDAAPI name params                                     \
-    {                                                                          \
-        CB_ENTER(name);                                                        \
-        CUresult fe = cb_flush_stream(CB_EXPAND aarg, ptsz, CB_WHY_STREAM);    \
-        return cb_finish(fe, CB_FORWARD(name, args));                          \
+/* Every non-copy wrapper: `before` (a flush, whose error is kept) runs first, the
+ * real function next, `after` (forgetting state the call invalidated) last. */
+#define CB_WRAPPER(name, params, args, before, after) \
+    CB_EXPORT CUresult CUDAAPI name params            \
+    {                                                 \
+        CB_ENTER(name);                               \
+        CUresult fe = before;                         \
+        CUresult rc = CB_FORWARD(name, args);         \
+        after;                                        \
+        return cb_finish(fe, rc);                     \
     }
 
-#define CB_WRAP_STREAM2(name, ptsz, aarg, params, args)                        \
-    CB_EXPORT CUresult CUDAAPI name params                                     \
-    {                                                                          \
-        CB_ENTER(name);                                                        \
-        CUstream two[2] = {CB_EXPAND aarg};                                    \
-        CUresult fe = cb_flush_stream(two[0], ptsz, CB_WHY_STREAM);            \
-        CUresult fe2 = cb_flush_stream(two[1], ptsz, CB_WHY_STREAM);           \
-        return cb_finish(fe != CUDA_SUCCESS ? fe : fe2, CB_FORWARD(name, args)); \
-    }
+/* Two streams named by one call: flush both, report the first error. */
+static CUresult cb_flush_two(CUstream a, CUstream b, int ptsz)
+{
+    CUresult fe = cb_flush_stream(a, ptsz, CB_WHY_STREAM);
+    CUresult fe2 = cb_flush_stream(b, ptsz, CB_WHY_STREAM);
+    return fe != CUDA_SUCCESS ? fe : fe2;
+}
 
-#define CB_WRAP_STREAM_FREE(name, ptsz, aarg, params, args)                    \
-    CB_EXPORT CUresult CUDAAPI name params                                     \
-    {                                                                          \
-        CB_ENTER(name);                                                        \
-        CUresult fe = cb_flush_stream(CB_EXPAND aarg, ptsz, CB_WHY_STREAM);    \
-        CUresult rc = CB_FORWARD(name, args);                                  \
-        cb_classify_forget();                                                  \
-        return cb_finish(fe, rc);                                              \
-    }
-
-#define CB_WRAP_DESTROY_STREAM(name, ptsz, aarg, params, args)                 \
-    CB_EXPORT CUresult CUDAAPI name params                                     \
-    {                                                                          \
-        CB_ENTER(name);                                                        \
-        CUresult fe = cb_flush_stream(CB_EXPAND aarg, ptsz, CB_WHY_STREAM);    \
-        CUresult rc = CB_FORWARD(name, args);                                  \
-        cb_forget_stream(CB_EXPAND aarg);                                      \
-        return cb_finish(fe, rc);                                              \
-    }
-
-#define CB_WRAP_CONTEXT(name, ptsz, aarg, params, args)                        \
-    CB_EXPORT CUresult CUDAAPI name params                                     \
-    {                                                                          \
-        CB_ENTER(name);                                                        \
-        CUresult fe = cb_flush_all(CB_WHY_CONTEXT);                            \
-        return cb_finish(fe, CB_FORWARD(name, args));                          \
-    }
-
-#define CB_WRAP_FREE(name, ptsz, aarg, params, args)                           \
-    CB_EXPORT CUresult CUDAAPI name params                                     \
-    {                                                                          \
-        CB_ENTER(name);                                                        \
-        CUresult fe = cb_flush_all(CB_WHY_CONTEXT);                            \
-        CUresult rc = CB_FORWARD(name, args);                                  \
-        cb_classify_forget();                                                  \
-        return cb_finish(fe, rc);                                              \
-    }
-
-#define CB_WRAP_DESTROY_CTX(name, ptsz, aarg, params, args)                    \
-    CB_EXPORT CUresult CUDAAPI name params                                     \
-    {                                                                          \
-        CB_ENTER(name);                                                        \
-        CUresult fe = cb_flush_all(CB_WHY_CONTEXT);                            \
-        CUresult rc = CB_FORWARD(name, args);                                  \
-        cb_classify_forget();                                                  \
-        cb_forget_context(CB_EXPAND aarg);                                     \
-        return cb_finish(fe, rc);                                              \
-    }
+#define CB_FLUSH_ARG(aarg, ptsz) cb_flush_stream(CB_EXPAND aarg, ptsz, CB_WHY_STREAM)
+#define CB_WRAP_STREAM(name, ptsz, aarg, params, args) \
+    CB_WRAPPER(name, params, args, CB_FLUSH_ARG(aarg, ptsz), (void)0)
+#define CB_WRAP_STREAM2(name, ptsz, aarg, params, args) \
+    CB_WRAPPER(name, params, args, cb_flush_two(CB_EXPAND aarg, ptsz), (void)0)
+#define CB_WRAP_STREAM_FREE(name, ptsz, aarg, params, args) \
+    CB_WRAPPER(name, params, args, CB_FLUSH_ARG(aarg, ptsz), cb_classify_forget())
+#define CB_WRAP_DESTROY_STREAM(name, ptsz, aarg, params, args) \
+    CB_WRAPPER(name, params, args, CB_FLUSH_ARG(aarg, ptsz), cb_forget_stream(CB_EXPAND aarg))
+#define CB_WRAP_CONTEXT(name, ptsz, aarg, params, args) \
+    CB_WRAPPER(name, params, args, cb_flush_all(CB_WHY_CONTEXT), (void)0)
+#define CB_WRAP_FREE(name, ptsz, aarg, params, args) \
+    CB_WRAPPER(name, params, args, cb_flush_all(CB_WHY_CONTEXT), cb_classify_forget())
+#define CB_WRAP_DESTROY_CTX(name, ptsz, aarg, params, args) \
+    CB_WRAPPER(name, params, args, cb_flush_all(CB_WHY_CONTEXT), (cb_classify_forget(), cb_forget_context(CB_EXPAND aarg)))
 
 #define CB_WRAP_RESOLVER(name, ptsz, aarg, params, args) /* resolve.c */
 

@@ -155,7 +155,7 @@ void cb_forget_stream(CUstream s);
 /* A context (or a device's primary context, ctx NULL) was destroyed or reset. */
 void cb_forget_context(CUcontext ctx, int device);
 int cb_runs_timer_pass(uint64_t now_ns);
-int cb_runs_pending(void); /* any run holds copies, a join or an error */
+int cb_runs_pending(void); /* some run holds copies (what the timer waits for) */
 void cb_queue_exit(void); /* final flush; later copies pass through */
 void cb_queue_atfork_prepare(void);
 void cb_queue_atfork_parent(void);

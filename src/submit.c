@@ -276,25 +276,21 @@ CUresult cb_submit(struct cb_run *run, int owner)
     return rc;
 }
 
-void cb_submit_forget_context(CUcontext ctx, int device)
+/* Drop the helpers of a context that is gone (ctx NULL: every context of `device`;
+ * all: every context).  The handles died with the context: only memory is freed. */
+static void drop_contexts(CUcontext ctx, int device, int all)
 {
     struct cb_ctxstate *c, *tmp;
     HASH_ITER(hh, cb_ctxs, c, tmp) {
-        if (c->ctx == ctx || (ctx == NULL && c->device == device)) {
+        if (all || c->ctx == ctx || (ctx == NULL && c->device == device)) {
             HASH_DEL(cb_ctxs, c);
-            free(c->pool); /* the handles died with the context */
+            free(c->pool);
             free(c);
         }
     }
 }
 
-void cb_submit_atfork_child(void)
-{
-    /* The child has no usable CUDA state: forget it all (leaks nothing real). */
-    struct cb_ctxstate *c, *tmp;
-    HASH_ITER(hh, cb_ctxs, c, tmp) {
-        HASH_DEL(cb_ctxs, c);
-        free(c->pool);
-        free(c);
-    }
-}
+void cb_submit_forget_context(CUcontext ctx, int device) { drop_contexts(ctx, device, 0); }
+
+/* The child of a fork has no usable CUDA state of its own. */
+void cb_submit_atfork_child(void) { drop_contexts(NULL, -1, 1); }
