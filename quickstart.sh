@@ -4,8 +4,8 @@
 #
 #   ./quickstart.sh [configure options...]
 #
-# 1. installs the build dependencies with apt-get (through sudo when not root;
-#    skipped when they are all installed already),
+# 1. installs the build and test dependencies (tools/install-deps.sh: apt-get,
+#    through sudo when not root; skipped when they are all installed already),
 # 2. autoreconf -fi, ./configure with the arguments given here, make,
 # 3. examples/run-demo.sh: the demo without cubatch, then under the cubatch
 #    launcher with --stats, against the real driver when there is a GPU, else
@@ -16,32 +16,7 @@ cd "$(dirname "$0")"
 
 say() { printf '\n==> %s\n' "$*"; }
 
-packages="autoconf automake libtool pkg-config check uthash-dev make gcc"
-if command -v apt-get >/dev/null 2>&1; then
-    missing=''
-    for p in $packages; do
-        dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q 'install ok installed' ||
-            missing="$missing $p"
-    done
-    if [ -n "$missing" ]; then
-        sudo=''
-        if [ "$(id -u)" -ne 0 ]; then
-            command -v sudo >/dev/null 2>&1 || {
-                echo "quickstart: need root (or sudo) to install:$missing" >&2
-                exit 1
-            }
-            sudo=sudo
-        fi
-        say "installing build dependencies:$missing"
-        $sudo apt-get update
-        # shellcheck disable=SC2086
-        $sudo apt-get install -y $packages
-    else
-        say "build dependencies already installed ($packages)"
-    fi
-else
-    say "no apt-get: install these (or your system's equivalents) yourself: $packages"
-fi
+tools/install-deps.sh
 
 say "autoreconf -fi"
 autoreconf -fi

@@ -30,11 +30,14 @@ static inline CUresult cb_finish(CUresult flush_rc, CUresult rc)
     CB_EXPORT CUresult CUDAAPI name params { return cb_copy(CB_ID_##name, ptsz, CB_EXPAND aarg); }
 
 /* Every non-copy wrapper: `before` (a flush, whose error is kept) runs first, the
- * real function next, `after` (forgetting state the call invalidated) last. */
+ * real function next, `after` (forgetting state the call invalidated, knowing its
+ * result rc) last.  `st` carries what `before` learned to `after`. */
 #define CB_WRAPPER(name, params, args, before, after) \
     CB_EXPORT CUresult CUDAAPI name params            \
     {                                                 \
         CB_ENTER(name);                               \
+        struct cb_ctx_fate st = {NULL, 0, -1};                  \
+        (void)st;                                     \
         CUresult fe = before;                         \
         CUresult rc = CB_FORWARD(name, args);         \
         after;                                        \
@@ -63,7 +66,9 @@ static CUresult cb_flush_two(CUstream a, CUstream b, int ptsz)
 #define CB_WRAP_FREE(name, ptsz, aarg, params, args) \
     CB_WRAPPER(name, params, args, cb_flush_all(CB_WHY_CONTEXT), cb_classify_forget())
 #define CB_WRAP_DESTROY_CTX(name, ptsz, aarg, params, args) \
-    CB_WRAPPER(name, params, args, cb_flush_all(CB_WHY_CONTEXT), (cb_classify_forget(), cb_forget_context(CB_EXPAND aarg)))
+    CB_WRAPPER(name, params, args, cb_ctx_destroy_before(CB_EXPAND aarg, &st), cb_ctx_fate_after(&st, rc))
+#define CB_WRAP_PRIMARY_CTX(name, ptsz, aarg, params, args) \
+    CB_WRAPPER(name, params, args, cb_primary_before(CB_EXPAND aarg, &st), cb_ctx_fate_after(&st, rc))
 
 #define CB_WRAP_RESOLVER(name, ptsz, aarg, params, args) /* resolve.c */
 
@@ -79,6 +84,7 @@ static CUresult cb_flush_two(CUstream a, CUstream b, int ptsz)
 #define CB_IS_COPY_CONTEXT 0
 #define CB_IS_COPY_FREE 0
 #define CB_IS_COPY_DESTROY_CTX 0
+#define CB_IS_COPY_PRIMARY_CTX 0
 #define CB_IS_COPY_RESOLVER 0
 
 const struct cb_hook_info cb_hooks[CB_HOOK_COUNT] = {

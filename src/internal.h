@@ -9,6 +9,10 @@
 /* Real exported names (cuMemcpyHtoDAsync_v2, ..._ptsz) without cuda.h's macros. */
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
+/* The GL and EGL interop calls that hand memory to another API are wrapped too. */
+#include <cudaGL.h>
+#include <cudaEGL.h>
+#include <cudaProfiler.h>
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -68,6 +72,10 @@ struct cb_driver {
     CUresult (*CtxGetDevice)(CUdevice *);
     CUresult (*CtxPushCurrent)(CUcontext);
     CUresult (*CtxPopCurrent)(CUcontext *);
+    CUresult (*CtxGetApiVersion)(CUcontext, unsigned int *);
+    CUresult (*DevicePrimaryCtxGetState)(CUdevice, unsigned int *, int *);
+    CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*DevicePrimaryCtxRelease)(CUdevice);
     CUresult (*StreamCreate)(CUstream *, unsigned int);
     CUresult (*EventCreate)(CUevent *, unsigned int);
     CUresult (*EventRecord)(CUevent, CUstream);
@@ -152,14 +160,29 @@ CUresult cb_flush_all(enum cb_flush_why why);
 CUresult cb_pass_eligible(const struct cb_copy_req *rq);
 CUresult cb_flush_legacy(void);
 void cb_forget_stream(CUstream s);
-/* A context (or a device's primary context, ctx NULL) was destroyed or reset. */
-void cb_forget_context(CUcontext ctx, int device);
+/* A context was destroyed or reset: drop the helpers cubatch made in it. */
+void cb_forget_context(CUcontext ctx);
 int cb_runs_timer_pass(uint64_t now_ns);
 int cb_runs_pending(void); /* some run holds copies (what the timer waits for) */
 void cb_queue_exit(void); /* final flush; later copies pass through */
 void cb_queue_atfork_prepare(void);
 void cb_queue_atfork_parent(void);
 void cb_queue_atfork_child(void);
+
+/* ---- context.c: contexts that go away ----------------------------------------- */
+/* What a context-destroying call's wrapper learned before forwarding the call. */
+struct cb_ctx_fate {
+    CUcontext ctx;  /* the context the call may destroy (NULL: none known) */
+    int destroys;   /* the call destroys it whenever it succeeds */
+    CUdevice device;/* for a primary context: its device; -1 otherwise */
+};
+/* cuCtxDestroy/cuCtxDetach: flush every run, remember ctx. */
+CUresult cb_ctx_destroy_before(CUcontext ctx, struct cb_ctx_fate *f);
+/* cuDevicePrimaryCtxRelease/Reset: flush every run, find the device's primary
+ * context (reset: destroys = 1). */
+CUresult cb_primary_before(CUdevice dev, int reset, struct cb_ctx_fate *f);
+/* After the call: if the context is gone, forget what cubatch kept for it. */
+void cb_ctx_fate_after(const struct cb_ctx_fate *f, CUresult rc);
 
 /* ---- flusher.c: bounded waiting, exit, fork -------------------------------- */
 void cb_flusher_kick(void);    /* a run opened: make sure the timer is running */

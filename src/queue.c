@@ -568,19 +568,19 @@ void cb_forget_stream(CUstream s)
     q_unlock();
 }
 
-void cb_forget_context(CUcontext ctx, int device)
+void cb_forget_context(CUcontext ctx)
 {
     q_lock();
     struct cb_run *run, *tmp;
     HASH_ITER(hh, cb_runs, run, tmp) {
-        if (run->n == 0 && (run->ctx == ctx || (ctx == NULL && run->device == device))) {
+        if (run->n == 0 && run->ctx == ctx) {
             /* its events died with the context */
             run->ev_join = NULL;
             run->ev_start = NULL;
             run_set_active(run);
         }
     }
-    cb_submit_forget_context(ctx, device);
+    cb_submit_forget_context(ctx);
     q_unlock();
 }
 

@@ -148,6 +148,10 @@ void cb_init_slow(void)
     cb_drv.CtxGetDevice = sym(h, "cuCtxGetDevice");
     cb_drv.CtxPushCurrent = sym(h, "cuCtxPushCurrent_v2");
     cb_drv.CtxPopCurrent = sym(h, "cuCtxPopCurrent_v2");
+    cb_drv.CtxGetApiVersion = sym(h, "cuCtxGetApiVersion");
+    cb_drv.DevicePrimaryCtxGetState = sym(h, "cuDevicePrimaryCtxGetState");
+    cb_drv.DevicePrimaryCtxRetain = sym(h, "cuDevicePrimaryCtxRetain");
+    cb_drv.DevicePrimaryCtxRelease = CB_REAL(cuDevicePrimaryCtxRelease_v2);
     cb_drv.StreamCreate = sym(h, "cuStreamCreate");
     cb_drv.EventCreate = sym(h, "cuEventCreate");
     cb_drv.EventRecord = CB_REAL(cuEventRecord);

@@ -50,7 +50,7 @@ CUresult cb_owner_join(struct cb_run *run);         /* owner waits for a side su
 CUresult cb_legacy_join(struct cb_run *run);        /* the legacy stream waits for it */
 CUresult cb_ptds_open(struct cb_run *run);          /* record ev_start on the owner's stream */
 void cb_ptds_release(struct cb_run *run);           /* give ev_start back */
-void cb_submit_forget_context(CUcontext ctx, int device);
+void cb_submit_forget_context(CUcontext ctx);
 void cb_submit_atfork_child(void);
 
 /* Make ctx current for the duration of a submission from any thread. */

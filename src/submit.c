@@ -276,13 +276,13 @@ CUresult cb_submit(struct cb_run *run, int owner)
     return rc;
 }
 
-/* Drop the helpers of a context that is gone (ctx NULL: every context of `device`;
- * all: every context).  The handles died with the context: only memory is freed. */
-static void drop_contexts(CUcontext ctx, int device, int all)
+/* Drop the helpers of a context that is gone (all: of every context).  The
+ * handles died with the context: only memory is freed. */
+static void drop_contexts(CUcontext ctx, int all)
 {
     struct cb_ctxstate *c, *tmp;
     HASH_ITER(hh, cb_ctxs, c, tmp) {
-        if (all || c->ctx == ctx || (ctx == NULL && c->device == device)) {
+        if (all || c->ctx == ctx) {
             HASH_DEL(cb_ctxs, c);
             free(c->pool);
             free(c);
@@ -290,7 +290,7 @@ static void drop_contexts(CUcontext ctx, int device, int all)
     }
 }
 
-void cb_submit_forget_context(CUcontext ctx, int device) { drop_contexts(ctx, device, 0); }
+void cb_submit_forget_context(CUcontext ctx) { drop_contexts(ctx, 0); }
 
 /* The child of a fork has no usable CUDA state of its own. */
-void cb_submit_atfork_child(void) { drop_contexts(NULL, -1, 1); }
+void cb_submit_atfork_child(void) { drop_contexts(NULL, 1); }

@@ -28,6 +28,7 @@
 #define NOCUDA BUILDDIR "/tests/nocuda"
 #define LIBCUBATCH BUILDDIR "/src/.libs/libcubatch.so"
 #define SIMDIR BUILDDIR "/tests/sim/.libs"
+#define FAKECLOCK BUILDDIR "/tests/.libs/libfakeclock.so"
 
 struct run {
     int status;   /* exit status, or -1 when killed */
@@ -83,26 +84,18 @@ static struct run run_prog(const char *prog, const char *scenario, int preload, 
     env[ne++] = "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0:abort_on_error=0";
     env[ne++] = "UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1";
     env[ne++] = "TSAN_OPTIONS=halt_on_error=1:report_signal_unsafe=0";
-    /* The background flush works on wall-clock gaps, and the simulated driver is
-     * slow and its timing varies: push it out of the way (submission only after
-     * 100 ms idle) so batch counts are exact, unless a test sets it itself. */
-    int own_timer = 0;
-    for (const char *const *e = extra; e && *e; e++)
-        own_timer |= !strncmp(*e, "CUBATCH_FLUSH_US=", 17);
-    if (!own_timer)
-        env[ne++] = "CUBATCH_FLUSH_US=1000000";
-    /* Likewise the pace rule: under valgrind or a sanitizer every copy is slow. */
-    int own_pace = 0;
-    for (const char *const *e = extra; e && *e; e++)
-        own_pace |= !strncmp(*e, "CUBATCH_SLOW_NS=", 16);
-    if (!own_pace)
-        env[ne++] = "CUBATCH_SLOW_NS=1000000000";
+    /* Every rule that reads a clock (pace, idle gap, age) sees the virtual clock
+     * of tests/fakeclock: time passes only where a scenario says so
+     * (pass_time_us), so batch counts are exact on an idle or a busy machine. */
     snprintf(e_stats_file, sizeof e_stats_file, "CUBATCH_STATS_FILE=%s", stats);
     env[ne++] = e_stats_file;
     snprintf(e_log, sizeof e_log, "CUSIM_LOG=%s", log);
     env[ne++] = e_log;
-    if (preload)
-        env[ne++] = "LD_PRELOAD=" LIBCUBATCH;
+    int own_preload = 0;
+    for (const char *const *e = extra; e && *e; e++)
+        own_preload |= !strncmp(*e, "LD_PRELOAD=", 11);
+    if (!own_preload)
+        env[ne++] = preload ? "LD_PRELOAD=" LIBCUBATCH " " FAKECLOCK : "LD_PRELOAD=" FAKECLOCK;
     for (; extra && *extra && ne < 30; extra++)
         env[ne++] = (char *)*extra;
     env[ne] = NULL;
@@ -328,13 +321,11 @@ END_TEST
 
 START_TEST(slow_copies_pass_fast_ones_batch)
 {
-#ifdef __SANITIZE_THREAD__
-    return; /* wall-clock pace: under ThreadSanitizer no loop is fast */
-#endif
+    /* virtual time: 40 us between the slow loop's copies, none in the fast one */
     const char *env[] = {"CUBATCH_SLOW_NS=10000", NULL};
     struct pair p = both("pace", env);
-    STAT_GE(p.shim, "pass_slow", 56);       /* the slow loop, once its pace is known */
-    STAT_GE(p.shim, "batch_max", 64);       /* the fast loop after the pause, whole */
+    STAT_EQ(p.shim, "pass_slow", 62);       /* the slow loop, once its pace is known (2 copies) */
+    STAT_EQ(p.shim, "batch_max", 64);       /* the fast loop after the pause, whole */
     pair_free(&p);
 }
 END_TEST
@@ -500,8 +491,10 @@ START_TEST(cpu_work_does_not_hold_copies)
 {
     const char *env[] = {"CUBATCH_FLUSH_US=100", NULL};
     struct pair p = both("timer", env);
-    ck_assert_int_ge(num_of(&p.shim, "timer_batches: "), 1);
-    STAT_GE(p.shim, "flush_timer", 1);
+    ck_assert_int_eq(num_of(&p.shim, "timer_batches: "), 1);
+    STAT_EQ(p.shim, "flush_timer", 1);
+    /* no copy joined for 2 looks 10 us apart: out within 30 us of virtual time */
+    ck_assert_int_le(num_of(&p.shim, "timer_virtual_us: "), 30);
     pair_free(&p);
 }
 END_TEST
@@ -594,6 +587,27 @@ START_TEST(context_reset_flushes_first)
     while ((next = strstr(last + 1, BATCH)))
         last = next;
     ck_assert_msg(last < strstr(p.shim.log, "cuDevicePrimaryCtxReset_v2"), "%s", p.shim.log);
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(context_event_observes)
+{
+    struct pair p = both("ctx_event", NULL);
+    STAT_EQ(p.shim, "batches", 1);
+    LOG_BEFORE(p.shim, BATCH, "cuCtxRecordEvent");
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(primary_release_forgets_only_what_goes)
+{
+    struct pair p = both("primary_release", NULL);
+    /* a release that destroys nothing forgets nothing; destroying the primary
+     * context keeps the other context's side stream */
+    ck_assert_int_eq(num_of(&p.shim, "streams_after_release_of_a_live_primary: "), 0);
+    ck_assert_int_eq(num_of(&p.shim, "streams_after_primary_destroyed: "), 0);
+    STAT_EQ(p.shim, "side_submits", 5);
     pair_free(&p);
 }
 END_TEST
@@ -751,7 +765,7 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("rules");
-    struct { const char *name; const TTest *tests[8]; } cases[] = {
+    struct { const char *name; const TTest *tests[12]; } cases[] = {
         {"deferral", {runs_become_batches, pageable_passes_through, single_copy_goes_out_as_itself,
                       policy_keeps_slow_band_out, policy_pass_through_keeps_the_run, slow_copies_pass_fast_ones_batch,
                       managed_memory}},
@@ -760,11 +774,12 @@ int main(void)
         {"per_thread_stream", {ptds_own_thread, ptds_other_thread_ctx_sync, ptds_other_thread_legacy}},
         {"hazards", {dependent_chain, source_overwritten_later}},
         {"observers", {query_observes, event_observes, host_function_observes, stream_destroy_and_reuse,
-                       free_flushes_and_forgets, many_threads}},
+                       free_flushes_and_forgets, many_threads, context_event_observes}},
         {"bounded", {full_runs_are_chunked, cpu_work_does_not_hold_copies}},
         {"errors", {refused_batch_is_replayed, replayed_error_reaches_the_program, every_batch_error_is_replayed,
                     pointer_queries_failing_pass_through, allocation_failure_passes_through,
-                    context_reset_flushes_first, context_destroy_flushes_first}},
+                    context_reset_flushes_first, context_destroy_flushes_first,
+                    primary_release_forgets_only_what_goes}},
         {"process", {exit_flushes, fork_flushes_and_child_starts_empty, process_without_cuda_is_untouched}},
         {"version", {driver_12_8_passes_through, missing_entry_point_passes_through, switched_off_passes_through,
                      bad_environment_is_reported}},
@@ -773,7 +788,7 @@ int main(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         TCase *tc = tcase_create(cases[i].name);
         tcase_set_timeout(tc, 120);
-        for (int j = 0; j < 8 && cases[i].tests[j]; j++)
+        for (int j = 0; j < 12 && cases[i].tests[j]; j++)
             tcase_add_test(tc, cases[i].tests[j]);
         suite_add_tcase(s, tc);
     }

@@ -22,6 +22,7 @@
 #include <cuda.h>
 
 #include <dlfcn.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -109,6 +110,39 @@ static unsigned long sim_count(const char *name)
     unsigned long (*f)(const char *) = (unsigned long (*)(const char *))dlsym(RTLD_DEFAULT, "cusim_count");
     return f ? f(name) : 0;
 }
+
+/* Time passing on the CPU without any CUDA call.  Under tests/fakeclock (the rule
+ * tests preload it) this moves the virtual CLOCK_MONOTONIC, so a rule that reads a
+ * clock sees exactly this much time, however busy the machine; otherwise (a GPU
+ * run) the time really passes. */
+static void pass_time_us(unsigned us)
+{
+    static void (*advance)(uint64_t);
+    static int looked;
+    if (!looked) {
+        advance = (void (*)(uint64_t))dlsym(RTLD_DEFAULT, "fakeclock_advance_ns");
+        looked = 1;
+    }
+    if (advance) {
+        advance((uint64_t)us * 1000u);
+        return;
+    }
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    do
+        clock_gettime(CLOCK_MONOTONIC, &b);
+    while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < (long)us * 1000L);
+}
+
+/* The virtual clock's time (0 without tests/fakeclock). */
+static uint64_t virtual_now_ns(void)
+{
+    uint64_t (*now)(void) = (uint64_t(*)(void))dlsym(RTLD_DEFAULT, "fakeclock_now_ns");
+    return now ? now() : 0;
+}
+
+/* Is cubatch preloaded? */
+static int shim_present(void) { return dlsym(RTLD_DEFAULT, "cubatch_flush") != NULL; }
 
 static void print_stats(void)
 {
@@ -412,11 +446,21 @@ static void sc_timer(void)
     unsigned char *out = pinned(N * SZ);
     CUstream s = mkstream(0);
     unsigned long before = sim_count("cuMemcpyBatchAsync_v2");
+    uint64_t t0 = virtual_now_ns();
     for (int i = 0; i < N; i++)
         CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * SZ, d + (size_t)i * SZ, SZ, s));
-    struct timespec ts = {0, 50 * 1000 * 1000};
-    nanosleep(&ts, NULL);
-    printf("timer_batches: %lu\n", sim_count("cuMemcpyBatchAsync_v2") - before);
+    /* The program computes on the CPU: time passes, no CUDA call.  Under cubatch
+     * its timer must submit the run; wait for that up to 10 s of real time (the
+     * timer thread may be slow to get a core on a busy machine), letting 10 us
+     * of (virtual) time pass at each step. */
+    unsigned long got = 0;
+    for (int k = 0; shim_present() && k < 10000 && !got; k++) {
+        pass_time_us(10);
+        poll(NULL, 0, 1);
+        got = sim_count("cuMemcpyBatchAsync_v2") - before;
+    }
+    printf("timer_batches: %lu\n", got);
+    printf("timer_virtual_us: %llu\n", (unsigned long long)(virtual_now_ns() - t0) / 1000u);
     CK(cuStreamSynchronize(s));
     expect("after CPU work", out, src, N * SZ);
     free(src);
@@ -581,14 +625,6 @@ static void sc_interleave(void)
 
 /* Copies issued slowly (40 us apart, like a Python loop), then, after a pause, a
  * fast loop: the first pass through, the second is batched. */
-static void spin_us(unsigned us)
-{
-    struct timespec a, b;
-    clock_gettime(CLOCK_MONOTONIC, &a);
-    do
-        clock_gettime(CLOCK_MONOTONIC, &b);
-    while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < (long)us * 1000L);
-}
 static void sc_pace(void)
 {
     unsigned char *src = malloc(2 * N * SZ);
@@ -598,10 +634,9 @@ static void sc_pace(void)
     CUstream s = mkstream(0);
     for (int i = 0; i < N; i++) {
         CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * SZ, d + (size_t)i * SZ, SZ, s));
-        spin_us(40);
+        pass_time_us(40);
     }
-    struct timespec ts = {0, 2 * 1000 * 1000};
-    nanosleep(&ts, NULL);
+    pass_time_us(2000);
     for (int i = N; i < 2 * N; i++)
         CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * SZ, d + (size_t)i * SZ, SZ, s));
     CK(cuStreamSynchronize(s));
@@ -651,6 +686,73 @@ static void sc_ctx_destroy(void)
     CK(cuCtxSetCurrent(g_ctx));
     digest(src, N * SZ);
     free(src);
+}
+
+/* Copies queued, then an event recorded on the whole context (cuCtxRecordEvent)
+ * and waited for: it stands for all work of the context, the queued copies too. */
+static void sc_ctx_event(void)
+{
+    unsigned char *src = malloc(N * SZ);
+    fill(src, N * SZ, 31);
+    CUdeviceptr d = devfilled(src, N * SZ);
+    unsigned char *out = pinned(N * SZ);
+    CUstream s = mkstream(CU_STREAM_NON_BLOCKING);
+    CUevent ev;
+    CK(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * SZ, d + (size_t)i * SZ, SZ, s));
+    CK(cuCtxRecordEvent(g_ctx, ev));
+    CK(cuEventSynchronize(ev));
+    expect("copies before a context event", out, src, N * SZ);
+    free(src);
+}
+
+/* Helper state of contexts that stay alive must survive a primary-context release
+ * that does not destroy anything, and one that destroys the primary context only.
+ * Every side submission (another thread's per-thread-stream run flushed by this
+ * thread's cuCtxSynchronize) needs cubatch's side stream in that context: the
+ * count of streams created tells whether a context's helpers were forgotten. */
+struct side_arg { CUcontext ctx; CUdeviceptr d; unsigned char *out; };
+static void *queue_ptds_in(void *p)
+{
+    struct side_arg *a = p;
+    CK(cuCtxSetCurrent(a->ctx));
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2_ptsz(a->out + (size_t)i * SZ, a->d + (size_t)i * SZ, SZ, NULL));
+    return NULL; /* thread exit: its run is flushed through the side stream */
+}
+static void side_submit_in(CUcontext ctx, unsigned seed)
+{
+    CK(cuCtxSetCurrent(ctx));
+    unsigned char *src = malloc(N * SZ);
+    fill(src, N * SZ, seed);
+    struct side_arg a = {ctx, devfilled(src, N * SZ), pinned(N * SZ)};
+    pthread_t th;
+    pthread_create(&th, NULL, queue_ptds_in, &a);
+    pthread_join(th, NULL);
+    CK(cuCtxSynchronize());
+    expect("per-thread copies of an exited thread", a.out, src, N * SZ);
+    free(src);
+}
+static void sc_primary_release(void)
+{
+    CUdevice dev;
+    CUcontext other, p2;
+    CK(cuDeviceGet(&dev, 0));
+    CK(cuCtxCreate_v2(&other, 0, dev));
+    side_submit_in(g_ctx, 32);
+    side_submit_in(other, 33);
+    unsigned long made = sim_count("cuStreamCreate");
+    CK(cuDevicePrimaryCtxRetain(&p2, dev)); /* retained twice now */
+    CK(cuDevicePrimaryCtxRelease_v2(dev));  /* still alive: nothing goes away */
+    side_submit_in(g_ctx, 34);
+    side_submit_in(other, 35);
+    printf("streams_after_release_of_a_live_primary: %lu\n", sim_count("cuStreamCreate") - made);
+    CK(cuDevicePrimaryCtxRelease_v2(dev));  /* the primary context goes away */
+    side_submit_in(other, 36);
+    printf("streams_after_primary_destroyed: %lu\n", sim_count("cuStreamCreate") - made);
+    CK(cuDevicePrimaryCtxRetain(&g_ctx, dev)); /* a new primary context for the rest */
+    CK(cuCtxSetCurrent(g_ctx));
 }
 
 /* cuMemcpyAsync (unified) with managed and pinned memory, both directions. */
@@ -822,7 +924,8 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"h2d_4k", sc_h2d_4k},         {"single", sc_single},
     {"d2h_20", sc_d2h_20},         {"managed", sc_managed},
     {"free_realloc", sc_free_realloc}, {"hostfunc", sc_hostfunc},
-    {"interleave", sc_interleave},   {"pace", sc_pace},     {"ctx_reset", sc_ctx_reset}, {"ctx_destroy", sc_ctx_destroy},   {"resolve", sc_resolve},
+    {"interleave", sc_interleave},   {"pace", sc_pace},     {"ctx_reset", sc_ctx_reset}, {"ctx_destroy", sc_ctx_destroy},
+    {"ctx_event", sc_ctx_event},     {"primary_release", sc_primary_release},   {"resolve", sc_resolve},
 };
 
 int main(int argc, char **argv)

@@ -1,5 +1,6 @@
 # Tests of cubatch itself (the simulated driver has its own, in tests/sim).
-TESTS_ENVIRONMENT = top_builddir=$(top_builddir) top_srcdir=$(top_srcdir); export top_builddir top_srcdir;
+AM_TESTS_ENVIRONMENT = top_builddir=$(top_builddir) top_srcdir=$(top_srcdir) CC='$(CC)' \
+	CUDA_CPPFLAGS='$(CUDA_CPPFLAGS)'; export top_builddir top_srcdir CC CUDA_CPPFLAGS;
 
 # The pure parts, in-process: option parsing, size policy, hazard index.
 check_PROGRAMS += tests/check_units
@@ -38,3 +39,30 @@ check_LTLIBRARIES += tests/libfailalloc.la
 tests_libfailalloc_la_SOURCES = tests/failalloc.c
 tests_libfailalloc_la_LDFLAGS = -module -avoid-version -shared -rpath $(abs_builddir)/tests
 tests_libfailalloc_la_LIBADD = -ldl
+
+# Completeness: every driver function that could observe a deferred copy is in
+# src/hooks.def or, with its reason, in src/hooks.skip.
+TESTS += tests/check_hooks_complete.sh
+EXTRA_DIST += tests/check_hooks_complete.sh src/hooks.skip
+
+# The table-driven flush test: every row of src/hooks.def, called once with copies
+# queued on five streams; what it flushed is compared with tests/flush-table.expected.
+check_PROGRAMS += tests/flushcall
+TESTS += tests/check_flush_table.sh
+nodist_tests_flushcall_SOURCES = tests/flushcalls.inc
+tests_flushcall_SOURCES = tests/flushcall.c
+tests_flushcall_CPPFLAGS = $(AM_CPPFLAGS) -I$(builddir)/tests
+tests_flushcall_LDADD = tests/sim/libcuda.la -lpthread
+tests_flushcall_LDFLAGS = -no-install $(AM_LDFLAGS)
+BUILT_SOURCES = tests/flushcalls.inc
+tests/flushcalls.inc: $(top_srcdir)/src/hooks.def $(top_srcdir)/tests/gen-flushcalls.sh
+	$(AM_V_GEN)$(MKDIR_P) tests && sh $(top_srcdir)/tests/gen-flushcalls.sh $(top_srcdir)/src/hooks.def >$@.tmp && mv $@.tmp $@
+CLEANFILES += tests/flushcalls.inc
+EXTRA_DIST += tests/check_flush_table.sh tests/gen-flushcalls.sh tests/flush-table.expected
+
+# A virtual CLOCK_MONOTONIC (tests/fakeclock.c): clock-reading rules tested the
+# same on an idle or a busy machine.
+check_LTLIBRARIES += tests/libfakeclock.la
+tests_libfakeclock_la_SOURCES = tests/fakeclock.c
+tests_libfakeclock_la_LDFLAGS = -module -avoid-version -shared -rpath $(abs_builddir)/tests
+tests_libfakeclock_la_LIBADD = -ldl -lpthread

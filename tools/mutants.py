@@ -33,6 +33,14 @@ MUTANTS = {
     "no-pointer-swap": ("src/resolve.c", "    return e ? e->wrapper : p;", "    return (void)e, p;", "section 1"),
     "ptds-pass-through-unfenced": ("src/queue.c", "    if (run && run->n > 0 && run->ptds && run->ev_start) {",
                                    "    if (0) {", "rule 4"),
+    "primary-release-forgets-live-context": ("src/context.c", "    if ((f->destroys && rc == CUDA_SUCCESS) || context_gone(f)) {",
+                                             "    if (1) {", "rule 6 (forget only what goes)"),
+    "row-deleted": ("src/hooks.def", "CB_HOOK(cuEventRecord, 0, STREAM, (hStream),\n        (CUevent hEvent, CUstream hStream),\n        (hEvent, hStream))\n",
+                    "", "rule 6 (completeness)"),
+    "ctx-record-event-not-hooked": ("src/hooks.def", "CB_HOOK(cuCtxRecordEvent, 0, CONTEXT, (),\n        (CUcontext hCtx, CUevent hEvent),\n        (hCtx, hEvent))\n",
+                                    "", "rule 6 (completeness)"),
+    "stream-row-made-context": ("src/hooks.def", "CB_HOOK(cuStreamQuery, 0, STREAM, (hStream),", "CB_HOOK(cuStreamQuery, 0, CONTEXT, (),", "rule 6 (exact scope)"),
+    "context-row-made-stream": ("src/hooks.def", "CB_HOOK(cuMemsetD8_v2, 0, CONTEXT, (),", "CB_HOOK(cuMemsetD8_v2, 0, STREAM, (NULL),", "rule 6 (exact scope)"),
     "pass-through-ignores-hazard": ("src/queue.c", "    if (run && run->n > 0 && hazard(run, rq))\n        fe = run_flush(run, CB_WHY_HAZARD);",
                                     "    if (0)\n        fe = run_flush(run, CB_WHY_HAZARD);", "rule 5"),
 }
@@ -51,10 +59,13 @@ def main():
             print(f"{name}: pattern not found once in {path}; update the mutant"); survived.append(name); continue
         try:
             p.write_text(text.replace(old, new))
-            b = sh("make -s src/libcubatch.la tests/check_units 2>&1")
+            b = sh("make -s src/libcubatch.la tests/check_units tests/flushcall 2>&1")
             if b.returncode:
                 print(f"{name}: does not build\n{b.stdout[-2000:]}"); survived.append(name); continue
             r = sh("./tests/check_rules 2>&1; ./tests/check_units 2>&1; "
+                   "top_builddir=. top_srcdir=. CUDA_CPPFLAGS='-I$(sed -n 's/^CUDA_HOME = //p' Makefile)/include' "
+                   "tests/check_hooks_complete.sh >/dev/null 2>&1 || echo 'x:x:x:completeness:F:'; "
+                   "top_builddir=. top_srcdir=. tests/check_flush_table.sh >/dev/null 2>&1 || echo 'x:x:x:flush_table:F:'; "
                    "top_builddir=. top_srcdir=. tests/fuzz/run-fuzz.sh --seeds 1-300 --seconds 20 --save /tmp/cubatch-mutant-regressions 2>&1")
             fails = sorted({l.split(':')[3] for l in r.stdout.splitlines() if ':F:' in l or ':E:' in l})
             if "FAILED" in r.stdout or " 0 divergence" not in r.stdout:
@@ -63,7 +74,7 @@ def main():
             if not fails: survived.append(name)
         finally:
             p.write_text(text)
-    sh("make -s src/libcubatch.la tests/check_units")
+    sh("make -s src/libcubatch.la tests/check_units tests/flushcall")
     print(f"{len(names) - len(survived)} of {len(names)} mutants caught")
     return 1 if survived else 0
 

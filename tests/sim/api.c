@@ -1787,6 +1787,33 @@ CUresult CUDAAPI cuEventRecordWithFlags(CUevent h, CUstream s, unsigned int flag
 CUresult CUDAAPI cuEventRecordWithFlags_ptsz(CUevent h, CUstream s, unsigned int flags)
 { (void)flags; BEGIN_S("cuEventRecordWithFlags_ptsz", s); END(event_record(&C_, h, s, 1)); }
 
+/* An event standing for all work of a context so far (CUDA 12.5+). */
+static CUresult ctx_record_event(struct call *c, CUcontext hctx, CUevent h)
+{
+    struct sim_ctx *ctx = NULL;
+    CUresult rc;
+    sim_kv(c, "event=%p", (void *)h);
+    if (!inited)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (hctx) {
+        if (!sim_handle_ok(hctx, H_CTX) || !((struct sim_ctx *)hctx)->alive)
+            return CUDA_ERROR_INVALID_CONTEXT;
+        ctx = (struct sim_ctx *)hctx;
+    } else if ((rc = need_ctx(&ctx))) {
+        return rc;
+    }
+    if (!sim_handle_ok(h, H_EVENT))
+        return CUDA_ERROR_INVALID_HANDLE;
+    for (struct sim_stream *o = ctx->streams; o; o = o->next)
+        if (o->cap)
+            return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    struct sim_event *e = (struct sim_event *)h;
+    e->cap = NULL;
+    e->node = sim_enqueue_ctx(ctx, sim_node_new(N_NOP));
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxRecordEvent(CUcontext ctx, CUevent h) { BEGIN("cuCtxRecordEvent"); END(ctx_record_event(&C_, ctx, h)); }
+
 static CUresult event_sync(CUevent h)
 {
     if (!inited)

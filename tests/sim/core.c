@@ -510,6 +510,16 @@ uint64_t sim_enqueue(struct sim_stream *s, struct node *n)
     return n->id;
 }
 
+uint64_t sim_enqueue_ctx(struct sim_ctx *ctx, struct node *n)
+{
+    n->id = ++node_ids;
+    n->ctx = ctx;
+    for (struct sim_stream *o = ctx->streams; o; o = o->next)
+        sim_node_add_dep(n, o->last);
+    HASH_ADD(hh, nodes, id, sizeof n->id, n);
+    return n->id;
+}
+
 static void node_free(struct node *n)
 {
     free(n->deps);

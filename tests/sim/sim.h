@@ -180,6 +180,8 @@ struct node {
 struct node *sim_node_new(int kind);
 /* Give the node its stream-order dependencies, register it, make it s->last. */
 uint64_t sim_enqueue(struct sim_stream *s, struct node *n);
+/* A node after the last work of every stream of ctx, on no stream (cuCtxRecordEvent). */
+uint64_t sim_enqueue_ctx(struct sim_ctx *ctx, struct node *n);
 void sim_node_add_dep(struct node *n, uint64_t dep);
 void sim_run(uint64_t id);                 /* run node id and everything it depends on */
 void sim_run_ctx(struct sim_ctx *ctx);     /* run every pending node of ctx (NULL: all) */

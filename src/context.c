@@ -1,0 +1,72 @@
+/* context.c - contexts that go away, and what cubatch forgets with them.
+ *
+ * cubatch keeps per-context helpers (a side stream and an event pool for
+ * per-thread-stream runs, submit.c) and runs that remember their context.  When a
+ * context is destroyed, those handles die with it; forgetting them is needed so
+ * that a later context does not get dead handles.  Forgetting a context that is
+ * still alive would only leak its helpers and recreate them, so each call forgets
+ * exactly the context it destroyed, and only when it is really gone:
+ *  - cuCtxDestroy destroys its context when it succeeds; cuCtxDetach only when it
+ *    dropped the last reference (the context no longer answers afterwards);
+ *  - cuDevicePrimaryCtxRelease destroys the device's primary context only when it
+ *    dropped the last retain (the primary context is inactive afterwards), and
+ *    never touches contexts made by cuCtxCreate on the same device;
+ *  - cuDevicePrimaryCtxReset destroys the primary context's state whenever it
+ *    succeeds.
+ * Every one of them flushes every run first (DESIGN.md rule 6). */
+#include "internal.h"
+
+CUresult cb_ctx_destroy_before(CUcontext ctx, struct cb_ctx_fate *f)
+{
+    f->ctx = ctx;
+    f->destroys = 0;
+    f->device = -1;
+    return cb_flush_all(CB_WHY_CONTEXT);
+}
+
+/* The device's primary context, if it exists, without changing its retain count
+ * (a retain/release pair of our own around the lookup). */
+static CUcontext primary_of(CUdevice dev)
+{
+    unsigned int flags = 0;
+    int active = 0;
+    CUcontext pctx = NULL;
+    if (!cb_drv.DevicePrimaryCtxGetState || !cb_drv.DevicePrimaryCtxRetain || !cb_drv.DevicePrimaryCtxRelease ||
+        cb_drv.DevicePrimaryCtxGetState(dev, &flags, &active) != CUDA_SUCCESS || !active)
+        return NULL;
+    if (cb_drv.DevicePrimaryCtxRetain(&pctx, dev) != CUDA_SUCCESS)
+        return NULL;
+    cb_drv.DevicePrimaryCtxRelease(dev);
+    return pctx;
+}
+
+CUresult cb_primary_before(CUdevice dev, int reset, struct cb_ctx_fate *f)
+{
+    CUresult rc = cb_flush_all(CB_WHY_CONTEXT);
+    f->ctx = primary_of(dev);
+    f->destroys = reset;
+    f->device = dev;
+    return rc;
+}
+
+static int context_gone(const struct cb_ctx_fate *f)
+{
+    if (f->device >= 0) { /* a primary context: gone when no longer active */
+        unsigned int flags = 0;
+        int active = 1;
+        return cb_drv.DevicePrimaryCtxGetState &&
+               cb_drv.DevicePrimaryCtxGetState(f->device, &flags, &active) == CUDA_SUCCESS && !active;
+    }
+    unsigned int version = 0;
+    return cb_drv.CtxGetApiVersion && cb_drv.CtxGetApiVersion(f->ctx, &version) != CUDA_SUCCESS;
+}
+
+void cb_ctx_fate_after(const struct cb_ctx_fate *f, CUresult rc)
+{
+    if (!f->ctx)
+        return;
+    if ((f->destroys && rc == CUDA_SUCCESS) || context_gone(f)) {
+        cb_classify_forget();
+        cb_forget_context(f->ctx);
+    }
+}

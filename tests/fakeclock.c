@@ -1,0 +1,101 @@
+/* fakeclock.c - a preloadable virtual CLOCK_MONOTONIC, so that every rule of
+ * cubatch that reads a clock (the pace of copies, the idle gap and age of a run)
+ * is tested the same on an idle or a busy machine.
+ *
+ * Preloaded after libcubatch, it answers clock_gettime(CLOCK_MONOTONIC) (and its
+ * _RAW and _COARSE twins) from a counter that moves only when the test program
+ * calls fakeclock_advance_ns(), found with dlsym(RTLD_DEFAULT, ...).  nanosleep
+ * and clock_nanosleep on that clock wait until the counter has moved far enough:
+ * a thread that sleeps (cubatch's timer) wakes exactly when virtual time says so,
+ * however slowly the machine runs.  Other clocks are the real ones. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <time.h>
+
+static pthread_mutex_t fc_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t fc_cv = PTHREAD_COND_INITIALIZER;
+static uint64_t fc_now = 1000000000u; /* virtual time starts at 1 s */
+
+static int virtual_clock(clockid_t id)
+{
+    return id == CLOCK_MONOTONIC || id == CLOCK_MONOTONIC_RAW || id == CLOCK_MONOTONIC_COARSE;
+}
+
+static uint64_t now_ns(void)
+{
+    pthread_mutex_lock(&fc_mu);
+    uint64_t t = fc_now;
+    pthread_mutex_unlock(&fc_mu);
+    return t;
+}
+
+/* The test program's handle on time. */
+void fakeclock_advance_ns(uint64_t ns)
+{
+    pthread_mutex_lock(&fc_mu);
+    fc_now += ns;
+    pthread_cond_broadcast(&fc_cv);
+    pthread_mutex_unlock(&fc_mu);
+}
+
+uint64_t fakeclock_now_ns(void) { return now_ns(); }
+
+int clock_gettime(clockid_t id, struct timespec *ts)
+{
+    if (!virtual_clock(id)) {
+        static int (*real)(clockid_t, struct timespec *);
+        if (!real)
+            real = (int (*)(clockid_t, struct timespec *))dlsym(RTLD_NEXT, "clock_gettime");
+        return real ? real(id, ts) : -1;
+    }
+    uint64_t t = now_ns();
+    ts->tv_sec = (time_t)(t / 1000000000u);
+    ts->tv_nsec = (long)(t % 1000000000u);
+    return 0;
+}
+
+static uint64_t ts_ns(const struct timespec *ts)
+{
+    return (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
+}
+
+/* Block until virtual time reaches `until`. */
+static void wait_until(uint64_t until)
+{
+    pthread_mutex_lock(&fc_mu);
+    while (fc_now < until)
+        pthread_cond_wait(&fc_cv, &fc_mu);
+    pthread_mutex_unlock(&fc_mu);
+}
+
+int nanosleep(const struct timespec *req, struct timespec *rem)
+{
+    if (!req || req->tv_nsec < 0 || req->tv_nsec >= 1000000000) {
+        errno = EINVAL;
+        return -1;
+    }
+    wait_until(now_ns() + ts_ns(req));
+    if (rem)
+        rem->tv_sec = 0, rem->tv_nsec = 0;
+    return 0;
+}
+
+int clock_nanosleep(clockid_t id, int flags, const struct timespec *req, struct timespec *rem)
+{
+    if (!virtual_clock(id)) {
+        static int (*real)(clockid_t, int, const struct timespec *, struct timespec *);
+        if (!real)
+            real = (int (*)(clockid_t, int, const struct timespec *, struct timespec *))dlsym(RTLD_NEXT,
+                                                                                             "clock_nanosleep");
+        return real ? real(id, flags, req, rem) : ENOSYS;
+    }
+    if (!req || req->tv_nsec < 0 || req->tv_nsec >= 1000000000)
+        return EINVAL;
+    wait_until(flags & TIMER_ABSTIME ? ts_ns(req) : now_ns() + ts_ns(req));
+    if (rem && !(flags & TIMER_ABSTIME))
+        rem->tv_sec = 0, rem->tv_nsec = 0;
+    return 0;
+}
