@@ -36,6 +36,7 @@
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1680,6 +1681,7 @@ static unsigned char *read_file(const char *path, size_t *len)
 }
 
 static int g_completed;
+static volatile sig_atomic_t g_signal;
 
 /* At exit (normal or through a CUDA error): print the tables, write DIR. */
 static void finish(void)
@@ -1690,8 +1692,9 @@ static void finish(void)
     done = 1;
     g_sumf = g_sumv[SUM_TAIL];
     if (!g_completed)
-        sumf("######## %s: RUN ENDED EARLY (see the messages above); %d variants byte-checked%s\n",
-             O.pin_note, g_checked, g_fail ? ", WRONG BYTES FOUND" : "");
+        sumf("######## %s: RUN ENDED EARLY (%s); %d variants byte-checked%s; %.0f s\n",
+             O.pin_note, g_signal ? "signal" : "see the messages above", g_checked,
+             g_fail ? ", WRONG BYTES FOUND" : "", elapsed_s());
     for (int k = 0; k < SUM_N; k++)
         fclose(g_sumv[k]);
     for (int d = 0; d < D_N; d++) {
@@ -1723,6 +1726,15 @@ static void finish(void)
         fprintf(f, "### %s\n%s%s", d_names[d], g_dbuf[d],
                 g_dlen[d] && g_dbuf[d][g_dlen[d] - 1] != '\n' ? "\n" : "");
     fclose(f);
+}
+
+/* SIGTERM (timeout) or SIGINT: keep what was measured.  finish() is not
+ * async-signal-safe; a stuck stdio lock is the price of not losing the run. */
+static void on_signal(int sig)
+{
+    g_signal = sig;
+    finish();
+    _exit(128 + sig);
 }
 
 static void usage(void)
@@ -1808,6 +1820,8 @@ int main(int argc, char **argv)
             return 1;
         }
     atexit(finish);
+    signal(SIGTERM, on_signal);
+    signal(SIGINT, on_signal);
     fprintf(g_samples, "section,cell,variant,rep,submit_us,total_us\n");
     {
         const char *vh = "section,cell,dir,count,size,variant,kind,sched,cost_ns,grid,block,"
