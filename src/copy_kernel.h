@@ -1,0 +1,99 @@
+/* copy_kernel.h: the descriptor block of cubatch's copy kernel.
+ *
+ * Usable from C11 and from CUDA C++.  The whole run travels as ONE kernel
+ * parameter passed by value (`const __grid_constant__ struct cb_kparams p`):
+ * nothing is copied to the device before the launch, and the launch call
+ * carries the descriptors.
+ *
+ * Limits.  Kernel parameters may total 32,764 bytes on sm_70+ with CUDA 12.1+
+ * drivers (4,096 before); cubatch needs CUDA 13 anyway.  CB_KPARAMS_MAX = 1360
+ * descriptors make 32,648 bytes (1364 would still fit: 32,744; 1360 is the size
+ * measured on the H200).  A run of more copies goes out as several launches.
+ *
+ * Tiers.  The driver copies the kernel's declared parameter size on every
+ * launch, whatever `count` says.  For short runs the fatbin also holds kernels
+ * whose parameter is a PREFIX of struct cb_kparams (same header, same
+ * descriptor array, fewer slots): fill one struct cb_kparams, pass its address
+ * in kernelParams[0] to any tier whose capacity is >= count; the driver reads
+ * only that tier's CB_KPARAMS_BYTES(capacity) bytes.
+ *
+ *   entry point                capacity  parameter bytes
+ *   cubatch_copy_kernel_40         40         968
+ *   cubatch_copy_kernel_168       168       4,040   (fits the old 4 KiB limit)
+ *   cubatch_copy_kernel_680       680      16,328
+ *   cubatch_copy_kernel          1360      32,648
+ *
+ * Semantics.  Each descriptor copies `bytes` bytes from `src` to `dst`; both
+ * are device-visible addresses (device memory, or pinned host memory through
+ * its device mapping: with UVA the host address itself for cuMemAllocHost
+ * memory).  Any alignment, any size (0 is a no-op).  Copies of one launch run
+ * in no defined order and concurrently: no copy may overlap another copy's
+ * destination, and a copy's source and destination must not overlap (memcpy
+ * rules; cubatch's hazard check already guarantees this within a run).
+ * Sources are read with streaming loads and must not change while the kernel
+ * runs.  `flags` is reserved: pass 0.
+ *
+ * Launch: 1-D blocks (blockDim.y = blockDim.z = 1), any block size (a multiple
+ * of 32 recommended, 256 the default), no dynamic shared memory, any grid.
+ * Block b copies descriptors b, b + gridDim.x, ...; when gridDim.x > count,
+ * copies of more than CB_KSPLIT_MIN bytes are split into pieces (at 16-byte
+ * boundaries of the destination) so that the extra blocks share them.
+ */
+#ifndef CUBATCH_COPY_KERNEL_H
+#define CUBATCH_COPY_KERNEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CB_KPARAMS_LIMIT 32764u /* bytes: kernel parameter limit, CUDA 12.1+ drivers */
+#define CB_KPARAMS_MAX 1360u    /* descriptors in struct cb_kparams */
+#define CB_KTIER_1K 40u         /* capacity of cubatch_copy_kernel_40 */
+#define CB_KTIER_4K 168u        /* capacity of cubatch_copy_kernel_168 */
+#define CB_KTIER_16K 680u       /* capacity of cubatch_copy_kernel_680 */
+#define CB_KSPLIT_MIN 4096u     /* a piece of a split copy is at least this long */
+#define CB_KBLOCK_DEFAULT 256u  /* threads per block the library launches with */
+
+/* Parameter bytes of a tier of capacity n. */
+#define CB_KPARAMS_BYTES(n) (8u + 24u * (unsigned)(n))
+
+#define CB_KERNEL_NAME "cubatch_copy_kernel"
+#define CB_KERNEL_NAME_40 "cubatch_copy_kernel_40"
+#define CB_KERNEL_NAME_168 "cubatch_copy_kernel_168"
+#define CB_KERNEL_NAME_680 "cubatch_copy_kernel_680"
+
+struct cb_kcopy {
+    uint64_t dst;   /* device address of the destination */
+    uint64_t src;   /* device address of the source */
+    uint64_t bytes; /* length; 0 copies nothing */
+};
+
+struct cb_kparams {
+    uint32_t count; /* descriptors used, <= the capacity of the tier launched */
+    uint32_t flags; /* reserved, 0 */
+    struct cb_kcopy c[CB_KPARAMS_MAX];
+};
+
+#ifdef __cplusplus
+#define CB_KSTATIC_ASSERT(e, m) static_assert(e, m)
+#else
+#define CB_KSTATIC_ASSERT(e, m) _Static_assert(e, m)
+#endif
+
+CB_KSTATIC_ASSERT(sizeof(struct cb_kcopy) == 24, "cb_kcopy is three 64-bit words");
+CB_KSTATIC_ASSERT(offsetof(struct cb_kcopy, dst) == 0, "cb_kcopy.dst at 0");
+CB_KSTATIC_ASSERT(offsetof(struct cb_kcopy, src) == 8, "cb_kcopy.src at 8");
+CB_KSTATIC_ASSERT(offsetof(struct cb_kcopy, bytes) == 16, "cb_kcopy.bytes at 16");
+CB_KSTATIC_ASSERT(offsetof(struct cb_kparams, count) == 0, "cb_kparams.count at 0");
+CB_KSTATIC_ASSERT(offsetof(struct cb_kparams, flags) == 4, "cb_kparams.flags at 4");
+CB_KSTATIC_ASSERT(offsetof(struct cb_kparams, c) == 8, "descriptors start at 8");
+CB_KSTATIC_ASSERT(sizeof(struct cb_kparams) == CB_KPARAMS_BYTES(CB_KPARAMS_MAX),
+                  "no padding in cb_kparams");
+CB_KSTATIC_ASSERT(sizeof(struct cb_kparams) <= CB_KPARAMS_LIMIT,
+                  "cb_kparams must fit the 32,764-byte kernel parameter limit");
+CB_KSTATIC_ASSERT(sizeof(struct cb_kparams) == 32648, "1360 descriptors: 32,648 bytes");
+CB_KSTATIC_ASSERT(CB_KPARAMS_BYTES(CB_KTIER_4K) <= 4096u, "the 4K tier fits 4,096 bytes");
+CB_KSTATIC_ASSERT(CB_KTIER_1K < CB_KTIER_4K && CB_KTIER_4K < CB_KTIER_16K &&
+                      CB_KTIER_16K < CB_KPARAMS_MAX,
+                  "tiers grow");
+
+#endif /* CUBATCH_COPY_KERNEL_H */
