@@ -196,8 +196,15 @@ size_t cb_stats_json(char *buf, size_t len);
 void cb_api_init(void); /* registers the exit report when asked for */
 
 /* ---- log.c -------------------------------------------------------------------- */
+/* What each CUBATCH_LOG level shows is written at the top of log.c. */
 enum { CB_LOG_WARN = 1, CB_LOG_NOTICE = 2, CB_LOG_DEBUG = 3 };
 void cb_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define cb_warn(...) cb_log(CB_LOG_WARN, __VA_ARGS__)
+extern int cb_log_force_warnings; /* the launcher's check: warnings whatever CUBATCH_LOG says */
+/* A user-supplied text for a message: quoted, escaped, long ones cut with "...". */
+#define CB_QUOTE_LEN 320
+const char *cb_quote(const char *s, char *buf, size_t len);
+const char *cb_quote_n(const char *s, size_t n, char *buf, size_t len); /* the first n bytes of s */
+const char *cb_errstr(int err, char *buf, size_t len); /* strerror, thread-safe */
 
 #endif /* CUBATCH_INTERNAL_H */
