@@ -103,18 +103,27 @@ enum { CB_SRC_ORDER_STREAM, CB_SRC_ORDER_ANY, CB_SRC_ORDER_DURING };
 enum { CB_STATS_OFF, CB_STATS_ON, CB_STATS_JSON };
 uint64_t cb_opt(enum cb_option_id id);
 const char *cb_opt_str(enum cb_option_id id);
-int cb_parse_size(const char *text, uint64_t *out); /* 4K, 1MiB, 123: 0 ok, -1 bad */
-void cb_config_load(void);  /* reads the environment once, warns on bad values */
-void cb_config_describe(void); /* log level 2+: the effective value of every option */
+int cb_parse_size(const char *text, uint64_t *out); /* 4K, 1MiB, 1T, 123: 0 ok, -1 bad */
+const char *cb_format_size(uint64_t v, char *buf, size_t len); /* 1048576 -> "1M", UINT64_MAX -> "max" */
+/* Reads the environment once and warns about every rejected value and unknown
+ * CUBATCH_ name; returns how many there were. */
+int cb_config_load(void);
+void cb_config_describe(void); /* log level 2+: the value in use of every option */
 /* Parse one value the way the environment is parsed (exposed for tests). */
 CB_EXPORT int cubatch__parse_option(const char *name, const char *text, uint64_t *out);
+/* The launcher's check (tools/cubatch-check.c): cb_config_load with every warning
+ * shown; returns the number of problems. */
+CB_EXPORT int cubatch__check_options(void);
 
 /* ---- policy.c: which copies are worth deferring --------------------------- */
 enum cb_kind { CB_MEM_UNKNOWN = 0, CB_MEM_DEVICE, CB_MEM_HOST, CB_MEM_MANAGED };
 enum cb_direction { CB_D_H2D, CB_D_D2H, CB_D_D2D, CB_D_H2H, CB_D_COUNT };
-int cb_policy_load(const char *text); /* 0 ok, -1 malformed (table unchanged) */
+/* 0 ok; -1 refused (the default is installed, *why says what was wrong). */
+int cb_policy_load(const char *text, char *why, size_t wlen);
 int cb_policy_defer(enum cb_direction d, size_t bytes);
+const char *cb_policy_describe(char *buf, size_t len); /* the bands in use, as text */
 CB_EXPORT int cubatch__policy_defer(const char *policy, int direction, size_t bytes);
+CB_EXPORT int cubatch__policy_check(const char *policy, uint64_t max_copy, char *why, size_t len);
 
 /* ---- classify.c: what memory a pointer is --------------------------------- */
 struct cb_class {
