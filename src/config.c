@@ -44,7 +44,7 @@ static uint64_t cb_values[CB_OPTION_COUNT] = {
 static const char *cb_strings[CB_OPTION_COUNT];
 
 /* Where each value in use came from, for the option dump (log level 2). */
-enum cb_source { CB_FROM_DEFAULT, CB_FROM_ENV, CB_FROM_REJECTED };
+enum cb_source { CB_FROM_DEFAULT, CB_FROM_ENV, CB_FROM_REJECTED, CB_FROM_FILE };
 static unsigned char cb_source[CB_OPTION_COUNT];
 
 uint64_t cb_opt(enum cb_option_id id) { return cb_values[id]; }
@@ -199,12 +199,17 @@ static void env_name(const struct cb_option *o, char *var, size_t len)
 static int load_one(size_t i)
 {
     const struct cb_option *o = &cb_options[i];
-    char var[64], q[CB_QUOTE_LEN];
+    char var[64], q[CB_QUOTE_LEN], why[CB_QUOTE_LEN + 96];
     env_name(o, var, sizeof var);
     const char *text = getenv(var);
     if (!text)
         return 0;
     if (o->type == CB_T_STRING) {
+        if (i == CB_OPT_stats_file && cb_stats_pattern_check(text, why, sizeof why)) {
+            cb_warn("%s=%s is not valid: %s; the report goes to stderr", var, cb_quote(text, q, sizeof q), why);
+            cb_source[i] = CB_FROM_REJECTED;
+            return 1;
+        }
         cb_strings[i] = text;
         cb_source[i] = CB_FROM_ENV;
         return 0;
@@ -335,6 +340,12 @@ int cb_config_load(void)
         cb_source[CB_OPT_src_order] = CB_FROM_REJECTED;
         bad++;
     }
+    /* A report file alone asks for a report: text, unless CUBATCH_STATS says. */
+    const char *file = cb_strings[CB_OPT_stats_file];
+    if (file && *file && cb_source[CB_OPT_stats] != CB_FROM_ENV) {
+        cb_values[CB_OPT_stats] = CB_STATS_ON;
+        cb_source[CB_OPT_stats] = CB_FROM_FILE;
+    }
     if (cb_values[CB_OPT_min_run] > cb_values[CB_OPT_max_batch]) {
         cb_warn("CUBATCH_MIN_RUN (%llu) is above CUBATCH_MAX_BATCH (%llu): runs will go out copy by copy",
                 (unsigned long long)cb_values[CB_OPT_min_run], (unsigned long long)cb_values[CB_OPT_max_batch]);
@@ -389,7 +400,8 @@ static const char *value_text(size_t i, char *buf, size_t len)
 
 void cb_config_describe(void)
 {
-    static const char *const from[] = {"default", "from the environment", "default: the value given was rejected"};
+    static const char *const from[] = {"default", "from the environment", "default: the value given was rejected",
+                                       "implied by CUBATCH_STATS_FILE"};
     for (size_t i = 0; i < CB_OPTION_COUNT; i++) {
         char buf[512];
         cb_log(CB_LOG_NOTICE, "option %s = %s (%s)", cb_options[i].name, value_text(i, buf, sizeof buf),

@@ -200,6 +200,9 @@ static inline struct cb_tstats *cb_stats_thread(void)
 void cb_stat_max(enum cb_stat_id id, uint64_t value);
 void cb_stats_report(void); /* at exit, when CUBATCH_STATS asks for it */
 size_t cb_stats_json(char *buf, size_t len);
+void cb_stats_init(void);   /* at initialisation: a fork child starts from zero */
+/* 0 when CUBATCH_STATS_FILE's escapes are all known (%p, %h, %%), else -1 and why. */
+int cb_stats_pattern_check(const char *pattern, char *why, size_t len);
 
 /* ---- api.c ---------------------------------------------------------------- */
 void cb_api_init(void); /* registers the exit report when asked for */
