@@ -88,6 +88,8 @@ static inline void cb_init(void)
         return;
     cb_init_slow();
 }
+/* A wrapper whose real function is missing: the quiet answer (resolve.c). */
+CUresult cb_absent(int hook);
 /* Why batching is off ("ok" when it is on). */
 extern const char *cb_batching_reason;
 extern int cb_batching; /* 1: copies may be deferred */
