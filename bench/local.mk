@@ -10,3 +10,6 @@ EXTRA_DIST += \
 	bench/campaign.sh \
 	bench/local.mk
 EXTRA_DIST += bench/RESULTS.md bench/quick-extras.sh tools/mutants.py
+# CPU only: dlopen/dlsym from threads, plain and preloaded (bench/dl_threads.c is
+# also built by make check, tests/local.mk).
+EXTRA_DIST += bench/dl-threads.sh bench/dl_plugin.c

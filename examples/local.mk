@@ -35,6 +35,7 @@ cubatch: $(srcdir)/tools/cubatch.in $(srcdir)/tools/options-table.sh $(srcdir)/s
 	$(SHELL) $(srcdir)/tools/options-table.sh --help-lines $(srcdir)/src/options.def >$@.help && \
 	$(SHELL) $(srcdir)/tools/options-table.sh --shell $(srcdir)/src/options.def >$@.cases && \
 	sed -e 's|@libdir[@]|$(libdir)|g' \
+	    -e 's|@pkglibexecdir[@]|$(pkglibexecdir)|g' \
 	    -e 's|@PACKAGE_VERSION[@]|$(PACKAGE_VERSION)|g' \
 	    -e '/^@CUBATCH_HELP_LINES[@]$$/{' -e 'r $@.help' -e 'd' -e '}' \
 	    -e '/^@CUBATCH_OPTION_CASES[@]$$/{' -e 'r $@.cases' -e 'd' -e '}' \

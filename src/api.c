@@ -28,6 +28,7 @@ static void report_at_exit(void) { cb_stats_report(); }
 
 void cb_api_init(void)
 {
+    cb_stats_init();
     if (cb_opt(CB_OPT_stats) != CB_STATS_OFF)
         atexit(report_at_exit);
 }

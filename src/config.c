@@ -1,6 +1,11 @@
 /* config.c - the option table (options.def) read from the environment once.
  * Parsing follows one rule: the whole string must be understood, or the default
- * stays and a warning names the variable and what it accepts. */
+ * stays and a warning names the variable and what it accepts.  A CUBATCH_ variable
+ * that names no option gets a warning too, with the closest option's name: a
+ * misspelt option would otherwise be ignored without a word.
+ * The launcher runs the same code before it starts the program
+ * (cubatch__check_options, through tools/cubatch-check.c), so the two cannot
+ * disagree about what is valid. */
 #include "internal.h"
 
 #include <ctype.h>
@@ -9,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+extern char **environ;
 
 enum cb_opt_type { CB_T_BOOL, CB_T_SIZE, CB_T_UINT, CB_T_ENUM, CB_T_STRING };
 
@@ -36,6 +43,10 @@ static uint64_t cb_values[CB_OPTION_COUNT] = {
 };
 static const char *cb_strings[CB_OPTION_COUNT];
 
+/* Where each value in use came from, for the option dump (log level 2). */
+enum cb_source { CB_FROM_DEFAULT, CB_FROM_ENV, CB_FROM_REJECTED, CB_FROM_FILE };
+static unsigned char cb_source[CB_OPTION_COUNT];
+
 uint64_t cb_opt(enum cb_option_id id) { return cb_values[id]; }
 const char *cb_opt_str(enum cb_option_id id) { return cb_strings[id]; }
 
@@ -50,7 +61,7 @@ static int parse_bool(const char *s, uint64_t *out)
     return -1;
 }
 
-/* Digits, then optionally K/M/G with an optional "iB" or "B"; all binary. */
+/* Digits, then optionally K/M/G/T with an optional "iB" or "B"; all binary. */
 static int parse_number(const char *s, int allow_suffix, uint64_t *out)
 {
     if (!isdigit((unsigned char)*s))
@@ -66,6 +77,7 @@ static int parse_number(const char *s, int allow_suffix, uint64_t *out)
         case 'K': shift = 10; break;
         case 'M': shift = 20; break;
         case 'G': shift = 30; break;
+        case 'T': shift = 40; break;
         default: return -1;
         }
         end++;
@@ -121,9 +133,12 @@ static const char *accepts(const struct cb_option *o, char *buf, size_t len)
     switch (o->type) {
     case CB_T_BOOL: return "1/0, on/off, yes/no or true/false";
     case CB_T_SIZE:
-        snprintf(buf, len, "a byte count from %llu to %llu, optionally with K, M or G",
-                 (unsigned long long)o->lo, (unsigned long long)o->hi);
+    {
+        char lo[24], hi[24];
+        snprintf(buf, len, "a byte count from %s to %s (digits, optionally with K, M, G or T)",
+                 cb_format_size(o->lo, lo, sizeof lo), cb_format_size(o->hi, hi, sizeof hi));
         return buf;
+    }
     case CB_T_UINT:
         snprintf(buf, len, "an integer from %llu to %llu", (unsigned long long)o->lo,
                  (unsigned long long)o->hi);
@@ -154,53 +169,242 @@ int cubatch__parse_option(const char *name, const char *text, uint64_t *out)
     return 0;
 }
 
-void cb_config_load(void)
+const char *cb_format_size(uint64_t v, char *buf, size_t len)
+{
+    static const char units[] = "KMGT";
+    if (v == UINT64_MAX) {
+        snprintf(buf, len, "max");
+        return buf;
+    }
+    for (int k = 4; k >= 1; k--) {
+        uint64_t unit = (uint64_t)1 << (10 * k);
+        if (v >= unit && v % unit == 0) {
+            snprintf(buf, len, "%llu%c", (unsigned long long)(v / unit), units[k - 1]);
+            return buf;
+        }
+    }
+    snprintf(buf, len, "%llu", (unsigned long long)v);
+    return buf;
+}
+
+static void env_name(const struct cb_option *o, char *var, size_t len)
+{
+    size_t k = 0;
+    for (const char *p = "CUBATCH_"; *p && k < len - 1; p++) var[k++] = *p;
+    for (const char *p = o->name; *p && k < len - 1; p++) var[k++] = (char)toupper((unsigned char)*p);
+    var[k] = 0;
+}
+
+/* Read option i from the environment; 1 when its value was rejected. */
+static int load_one(size_t i)
+{
+    const struct cb_option *o = &cb_options[i];
+    char var[64], q[CB_QUOTE_LEN], why[CB_QUOTE_LEN + 96];
+    env_name(o, var, sizeof var);
+    const char *text = getenv(var);
+    if (!text)
+        return 0;
+    if (o->type == CB_T_STRING) {
+        if (i == CB_OPT_stats_file && cb_stats_pattern_check(text, why, sizeof why)) {
+            cb_warn("%s=%s is not valid: %s; the report goes to stderr", var, cb_quote(text, q, sizeof q), why);
+            cb_source[i] = CB_FROM_REJECTED;
+            return 1;
+        }
+        cb_strings[i] = text;
+        cb_source[i] = CB_FROM_ENV;
+        return 0;
+    }
+    uint64_t v;
+    if (cubatch__parse_option(o->name, text, &v)) {
+        char buf[128];
+        cb_warn("%s=%s is not valid: it accepts %s; keeping the default", var, cb_quote(text, q, sizeof q),
+                accepts(o, buf, sizeof buf));
+        cb_source[i] = CB_FROM_REJECTED;
+        return 1;
+    }
+    cb_values[i] = v;
+    cb_source[i] = CB_FROM_ENV;
+    return 0;
+}
+
+/* Optimal string alignment distance (edits, including a swap of two adjacent
+ * characters), ignoring case; names longer than 64 characters are far from all.
+ * Three rows of the table suffice (this may run on a program thread's stack). */
+static size_t name_distance(const char *a, size_t la, const char *b, size_t lb)
+{
+    enum { N = 65 };
+    if (la >= N || lb >= N)
+        return (size_t)-1;
+    size_t rows[3][N], *prev2 = rows[0], *prev = rows[1], *cur = rows[2];
+    for (size_t j = 0; j <= lb; j++) prev[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        cur[0] = i;
+        int ca = toupper((unsigned char)a[i - 1]);
+        for (size_t j = 1; j <= lb; j++) {
+            int cb = toupper((unsigned char)b[j - 1]);
+            size_t best = prev[j - 1] + (ca != cb);
+            if (prev[j] + 1 < best) best = prev[j] + 1;
+            if (cur[j - 1] + 1 < best) best = cur[j - 1] + 1;
+            if (i > 1 && j > 1 && ca == toupper((unsigned char)b[j - 2]) && toupper((unsigned char)a[i - 2]) == cb &&
+                prev2[j - 2] + 1 < best)
+                best = prev2[j - 2] + 1;
+            cur[j] = best;
+        }
+        size_t *t = prev2;
+        prev2 = prev;
+        prev = cur;
+        cur = t;
+    }
+    return prev[lb];
+}
+
+/* CUBATCH_ names that are not options but are set on purpose: the launcher's
+ * library path, and variables of the project's own test and benchmark scripts,
+ * which they export to the programs they run under the preload. */
+static const char *const cb_env_not_options[] = {"LIBRARY", "LIB", "BUILDDIR", "TEST_SEED", "GPU_TIMEOUT",
+                                                 "GPU_CONFIGS"};
+
+static int is_known_name(const char *rest, size_t len)
 {
     for (size_t i = 0; i < CB_OPTION_COUNT; i++) {
-        const struct cb_option *o = &cb_options[i];
-        char var[64];
+        const char *n = cb_options[i].name;
         size_t k = 0;
-        for (const char *p = "CUBATCH_"; *p; p++) var[k++] = *p;
-        for (const char *p = o->name; *p && k < sizeof var - 1; p++) var[k++] = (char)toupper((unsigned char)*p);
-        var[k] = 0;
-        const char *text = getenv(var);
-        if (!text)
-            continue;
-        if (o->type == CB_T_STRING) {
-            cb_strings[i] = text;
-            continue;
-        }
-        uint64_t v;
-        if (cubatch__parse_option(o->name, text, &v)) {
-            char buf[128];
-            cb_warn("%s=\"%s\" is not valid: it accepts %s; keeping the default", var, text,
-                    accepts(o, buf, sizeof buf));
-            continue;
-        }
-        cb_values[i] = v;
+        while (k < len && n[k] && rest[k] == toupper((unsigned char)n[k])) k++;
+        if (k == len && !n[k])
+            return 1;
     }
+    for (size_t i = 0; i < sizeof cb_env_not_options / sizeof cb_env_not_options[0]; i++)
+        if (strlen(cb_env_not_options[i]) == len && !strncmp(rest, cb_env_not_options[i], len))
+            return 1;
+    return 0;
+}
+
+/* The option (or CUBATCH_LIBRARY) closest to an unknown name, if close enough
+ * to be a slip: at most a third of the name's characters edited. */
+static const char *closest_name(const char *rest, size_t len, char *buf, size_t blen)
+{
+    size_t best = (size_t)-1, limit = len / 3 > 1 ? len / 3 : 1;
+    const char *pick = NULL;
+    for (size_t i = 0; i <= CB_OPTION_COUNT; i++) {
+        const char *n = i < CB_OPTION_COUNT ? cb_options[i].name : "library";
+        size_t d = name_distance(rest, len, n, strlen(n));
+        if (d < best) {
+            best = d;
+            pick = n;
+        }
+    }
+    if (!pick || best > limit)
+        return NULL;
+    size_t k = snprintf(buf, blen, "CUBATCH_");
+    for (const char *p = pick; *p && k < blen - 1; p++) buf[k++] = (char)toupper((unsigned char)*p);
+    buf[k] = 0;
+    return buf;
+}
+
+/* Every CUBATCH_ variable that names no option: one warning each. */
+static int check_unknown_names(void)
+{
+    int bad = 0;
+    for (char **e = environ; e && *e; e++) {
+        if (strncmp(*e, "CUBATCH_", 8))
+            continue;
+        const char *rest = *e + 8, *eq = strchr(rest, '=');
+        size_t len = eq ? (size_t)(eq - rest) : strlen(rest);
+        if (is_known_name(rest, len))
+            continue;
+        char name[CB_QUOTE_LEN], q[CB_QUOTE_LEN], hint[80];
+        size_t n = (size_t)(8 + len) < sizeof name - 1 ? 8 + len : sizeof name - 1;
+        memcpy(name, *e, n);
+        name[n] = 0;
+        const char *near = closest_name(rest, len, hint, sizeof hint);
+        if (near)
+            cb_warn("%s is not a cubatch option (did you mean %s?); it is ignored", cb_quote(name, q, sizeof q), near);
+        else
+            cb_warn("%s is not a cubatch option (cubatch --help lists them); it is ignored", cb_quote(name, q, sizeof q));
+        bad++;
+    }
+    return bad;
+}
+
+int cb_config_load(void)
+{
+    /* CUBATCH_LOG first, so that it governs every message about the others. */
+    int bad = load_one(CB_OPT_log);
+    for (size_t i = 0; i < CB_OPTION_COUNT; i++)
+        if (i != CB_OPT_log)
+            bad += load_one(i);
     if (cb_values[CB_OPT_src_order] == CB_SRC_ORDER_DURING) {
         cb_warn("CUBATCH_SRC_ORDER=during_api_call is refused: a deferred copy cannot promise its "
                 "source was read before the program's call returned; using stream");
         cb_values[CB_OPT_src_order] = CB_SRC_ORDER_STREAM;
+        cb_source[CB_OPT_src_order] = CB_FROM_REJECTED;
+        bad++;
+    }
+    /* A report file alone asks for a report: text, unless CUBATCH_STATS says. */
+    const char *file = cb_strings[CB_OPT_stats_file];
+    if (file && *file && cb_source[CB_OPT_stats] != CB_FROM_ENV) {
+        cb_values[CB_OPT_stats] = CB_STATS_ON;
+        cb_source[CB_OPT_stats] = CB_FROM_FILE;
     }
     if (cb_values[CB_OPT_min_run] > cb_values[CB_OPT_max_batch]) {
         cb_warn("CUBATCH_MIN_RUN (%llu) is above CUBATCH_MAX_BATCH (%llu): runs will go out copy by copy",
                 (unsigned long long)cb_values[CB_OPT_min_run], (unsigned long long)cb_values[CB_OPT_max_batch]);
     }
-    if (cb_policy_load(cb_strings[CB_OPT_policy]))
-        cb_warn("CUBATCH_POLICY=\"%s\" is not valid: it accepts default, all, none, or a comma list of "
-                "DIR:LO-HI bands (DIR h2d, d2h, d2d or h2h; sizes with K/M/G; HI may be max); keeping the default",
-                cb_strings[CB_OPT_policy]);
+    char why[CB_QUOTE_LEN + 128], q[CB_QUOTE_LEN];
+    if (cb_policy_load(cb_strings[CB_OPT_policy], why, sizeof why)) {
+        cb_warn("CUBATCH_POLICY=%s is not valid: %s; it accepts default, all, none, or a comma list of "
+                "DIR:LO-HI bands (DIR h2d, d2h, d2d or h2h; sizes with K/M/G/T; HI may be max); keeping the default",
+                cb_quote(cb_strings[CB_OPT_policy], q, sizeof q), why);
+        cb_strings[CB_OPT_policy] = NULL;
+        cb_source[CB_OPT_policy] = CB_FROM_REJECTED;
+        bad++;
+    }
+    return bad + check_unknown_names();
+}
+
+/* The launcher's check: the environment as the library would read it at start,
+ * every problem printed whatever CUBATCH_LOG says; returns how many there were. */
+int cubatch__check_options(void)
+{
+    cb_log_force_warnings = 1;
+    return cb_config_load();
+}
+
+/* The value in use, in the option's own words: an enum's word, a size with its
+ * unit, the policy's bands. */
+static const char *value_text(size_t i, char *buf, size_t len)
+{
+    const struct cb_option *o = &cb_options[i];
+    char q[CB_QUOTE_LEN];
+    switch (o->type) {
+    case CB_T_SIZE: return cb_format_size(cb_values[i], buf, len);
+    case CB_T_ENUM: {
+        const char *p = o->values;
+        for (uint64_t k = 0; k < cb_values[i] && strchr(p, '|'); k++)
+            p = strchr(p, '|') + 1;
+        const char *bar = strchr(p, '|');
+        snprintf(buf, len, "%.*s", bar ? (int)(bar - p) : (int)strlen(p), p);
+        return buf;
+    }
+    case CB_T_STRING:
+        if (i == CB_OPT_policy)
+            return cb_policy_describe(buf, len);
+        if (cb_strings[i] && *cb_strings[i])
+            snprintf(buf, len, "%s", cb_quote(cb_strings[i], q, sizeof q));
+        else
+            snprintf(buf, len, "unset");
+        return buf;
+    default: snprintf(buf, len, "%llu", (unsigned long long)cb_values[i]); return buf;
+    }
 }
 
 void cb_config_describe(void)
 {
+    static const char *const from[] = {"default", "from the environment", "default: the value given was rejected",
+                                       "implied by CUBATCH_STATS_FILE"};
     for (size_t i = 0; i < CB_OPTION_COUNT; i++) {
-        const struct cb_option *o = &cb_options[i];
-        if (o->type == CB_T_STRING)
-            cb_log(CB_LOG_NOTICE, "option %s = %s", o->name, cb_strings[i] ? cb_strings[i] : "(default)");
-        else
-            cb_log(CB_LOG_NOTICE, "option %s = %llu", o->name, (unsigned long long)cb_values[i]);
+        char buf[512];
+        cb_log(CB_LOG_NOTICE, "option %s = %s (%s)", cb_options[i].name, value_text(i, buf, sizeof buf),
+               from[cb_source[i]]);
     }
 }

@@ -10,7 +10,7 @@ CUresult cb_copy_forward(int hook, CUdeviceptr dst, CUdeviceptr src, size_t byte
     switch (hook) {
 #define CB_FWD(name, d, s) \
     case CB_ID_##name:     \
-        return CB_REAL(name) ? CB_REAL(name)(d, s, bytes, stream) : CUDA_ERROR_NOT_SUPPORTED;
+        return CB_REAL(name) ? CB_REAL(name)(d, s, bytes, stream) : cb_absent(CB_ID_##name);
         CB_FWD(cuMemcpyAsync, dst, src)
         CB_FWD(cuMemcpyAsync_ptsz, dst, src)
         CB_FWD(cuMemcpyHtoDAsync_v2, dst, (const void *)(uintptr_t)src)

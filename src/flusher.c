@@ -77,11 +77,14 @@ void cb_flusher_kick(void)
         sigset_t all, old;
         sigfillset(&all);
         pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread takes no signal of the program's */
-        if (pthread_create(&th, NULL, flusher_main, NULL) == 0) {
+        int err = pthread_create(&th, NULL, flusher_main, NULL);
+        if (err == 0) {
             pthread_detach(th);
             cb_fl_started = 1;
         } else {
-            cb_warn("cannot start the flush timer thread: runs wait for the program's next call");
+            char e[128];
+            cb_warn("cannot start the flush timer thread (%s): runs wait for the program's next call",
+                    cb_errstr(err, e, sizeof e));
         }
         pthread_sigmask(SIG_SETMASK, &old, NULL);
     }

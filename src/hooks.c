@@ -8,13 +8,10 @@
 
 #define CB_EXPAND(...) __VA_ARGS__
 
-/* Called when the real driver lacks a symbol we export (never with a real driver
- * that exports it; the program could not have found our wrapper otherwise). */
-static CUresult cb_missing(int id)
-{
-    cb_warn("%s called but the driver does not export it", cb_hooks[id].name);
-    return CUDA_ERROR_NOT_SUPPORTED;
-}
+/* Called when the real driver lacks a symbol we export, or there is no driver:
+ * the program reached our export directly (a -lcuda link or a weak reference);
+ * resolve.c answers, quietly. */
+static CUresult cb_missing(int id) { return cb_absent(id); }
 
 static inline CUresult cb_finish(CUresult flush_rc, CUresult rc)
 {

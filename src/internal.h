@@ -96,6 +96,8 @@ static inline void cb_init(void)
         return;
     cb_init_slow();
 }
+/* A wrapper whose real function is missing: the quiet answer (resolve.c). */
+CUresult cb_absent(int hook);
 /* Why batching is off ("ok" when it is on). */
 extern const char *cb_batching_reason;
 extern int cb_batching; /* 1: copies may be deferred */
@@ -111,18 +113,27 @@ enum { CB_SRC_ORDER_STREAM, CB_SRC_ORDER_ANY, CB_SRC_ORDER_DURING };
 enum { CB_STATS_OFF, CB_STATS_ON, CB_STATS_JSON };
 uint64_t cb_opt(enum cb_option_id id);
 const char *cb_opt_str(enum cb_option_id id);
-int cb_parse_size(const char *text, uint64_t *out); /* 4K, 1MiB, 123: 0 ok, -1 bad */
-void cb_config_load(void);  /* reads the environment once, warns on bad values */
-void cb_config_describe(void); /* log level 2+: the effective value of every option */
+int cb_parse_size(const char *text, uint64_t *out); /* 4K, 1MiB, 1T, 123: 0 ok, -1 bad */
+const char *cb_format_size(uint64_t v, char *buf, size_t len); /* 1048576 -> "1M", UINT64_MAX -> "max" */
+/* Reads the environment once and warns about every rejected value and unknown
+ * CUBATCH_ name; returns how many there were. */
+int cb_config_load(void);
+void cb_config_describe(void); /* log level 2+: the value in use of every option */
 /* Parse one value the way the environment is parsed (exposed for tests). */
 CB_EXPORT int cubatch__parse_option(const char *name, const char *text, uint64_t *out);
+/* The launcher's check (tools/cubatch-check.c): cb_config_load with every warning
+ * shown; returns the number of problems. */
+CB_EXPORT int cubatch__check_options(void);
 
 /* ---- policy.c: which copies are worth deferring --------------------------- */
 enum cb_kind { CB_MEM_UNKNOWN = 0, CB_MEM_DEVICE, CB_MEM_HOST, CB_MEM_MANAGED };
 enum cb_direction { CB_D_H2D, CB_D_D2H, CB_D_D2D, CB_D_H2H, CB_D_COUNT };
-int cb_policy_load(const char *text); /* 0 ok, -1 malformed (table unchanged) */
+/* 0 ok; -1 refused (the default is installed, *why says what was wrong). */
+int cb_policy_load(const char *text, char *why, size_t wlen);
 int cb_policy_defer(enum cb_direction d, size_t bytes);
+const char *cb_policy_describe(char *buf, size_t len); /* the bands in use, as text */
 CB_EXPORT int cubatch__policy_defer(const char *policy, int direction, size_t bytes);
+CB_EXPORT int cubatch__policy_check(const char *policy, uint64_t max_copy, char *why, size_t len);
 
 /* ---- classify.c: what memory a pointer is --------------------------------- */
 struct cb_class {
@@ -214,13 +225,23 @@ static inline struct cb_tstats *cb_stats_thread(void)
 void cb_stat_max(enum cb_stat_id id, uint64_t value);
 void cb_stats_report(void); /* at exit, when CUBATCH_STATS asks for it */
 size_t cb_stats_json(char *buf, size_t len);
+void cb_stats_init(void);   /* at initialisation: a fork child starts from zero */
+/* 0 when CUBATCH_STATS_FILE's escapes are all known (%p, %h, %%), else -1 and why. */
+int cb_stats_pattern_check(const char *pattern, char *why, size_t len);
 
 /* ---- api.c ---------------------------------------------------------------- */
 void cb_api_init(void); /* registers the exit report when asked for */
 
 /* ---- log.c -------------------------------------------------------------------- */
+/* What each CUBATCH_LOG level shows is written at the top of log.c. */
 enum { CB_LOG_WARN = 1, CB_LOG_NOTICE = 2, CB_LOG_DEBUG = 3 };
 void cb_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define cb_warn(...) cb_log(CB_LOG_WARN, __VA_ARGS__)
+extern int cb_log_force_warnings; /* the launcher's check: warnings whatever CUBATCH_LOG says */
+/* A user-supplied text for a message: quoted, escaped, long ones cut with "...". */
+#define CB_QUOTE_LEN 320
+const char *cb_quote(const char *s, char *buf, size_t len);
+const char *cb_quote_n(const char *s, size_t n, char *buf, size_t len); /* the first n bytes of s */
+const char *cb_errstr(int err, char *buf, size_t len); /* strerror, thread-safe */
 
 #endif /* CUBATCH_INTERNAL_H */

@@ -12,9 +12,17 @@
  * CUBATCH_POLICY replaces the table: "default", "all", "none", or a comma list of
  * DIR:LO-HI bands (half-open [LO, HI); HI may be "max"), e.g.
  * "h2d:0-8K,h2d:28K-max,d2h:0-max" (the default).  A direction with no
- * band is never deferred.  CUBATCH_MAX_COPY caps every band. */
+ * band is never deferred.  CUBATCH_MAX_COPY caps every band.
+ *
+ * A policy is refused as a whole (the default stays, one warning says why) when a
+ * band is malformed, when a direction has more than CB_POLICY_BANDS bands, when a
+ * direction's bands overlap or are not in increasing order (each band is a row of
+ * a table: a shuffled or overlapping table is a typo more often than a wish), or
+ * when a band could never apply: it starts above CUBATCH_MAX_COPY, or holds only
+ * 0-byte copies, which are never deferred. */
 #include "internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -45,58 +53,137 @@ static int parse_size(const char *s, size_t len, uint64_t *out)
     return cb_parse_size(buf, out);
 }
 
-static int policy_parse(const char *text, struct cb_policy *p)
+/* "h2d:0-8K" as a message shows it */
+static const char *band_text(int dir, struct cb_band b, char *buf, size_t len)
 {
-    memset(p, 0, sizeof *p);
-    if (!text || !*text || !strcasecmp(text, "default"))
-        text = cb_policy_default_text;
-    if (!strcasecmp(text, "none"))
-        return 0;
-    if (!strcasecmp(text, "all"))
-        text = "h2d:0-max,d2h:0-max,d2d:0-max,h2h:0-max";
-    const char *s = text;
-    while (*s) {
-        const char *item_end = strchr(s, ',');
-        size_t ilen = item_end ? (size_t)(item_end - s) : strlen(s);
-        const char *colon = memchr(s, ':', ilen);
-        if (!colon)
-            return -1;
-        int dir = -1;
-        for (int d = 0; d < CB_D_COUNT; d++)
-            if ((size_t)(colon - s) == strlen(cb_dir_names[d]) && !strncasecmp(s, cb_dir_names[d], (size_t)(colon - s)))
-                dir = d;
-        if (dir < 0)
-            return -1;
-        const char *range = colon + 1;
-        size_t rlen = ilen - (size_t)(range - s);
-        const char *dash = memchr(range, '-', rlen);
-        if (!dash)
-            return -1;
-        struct cb_band b;
-        if (parse_size(range, (size_t)(dash - range), &b.lo) ||
-            parse_size(dash + 1, rlen - (size_t)(dash + 1 - range), &b.hi) || b.lo >= b.hi)
-            return -1;
-        if (p->nband[dir] == CB_POLICY_BANDS)
-            return -1;
-        p->band[dir][p->nband[dir]++] = b;
-        if (!item_end)
-            break;
-        s = item_end + 1;
-        if (!*s)
-            return -1; /* trailing comma */
+    char lo[24], hi[24];
+    snprintf(buf, len, "%s:%s-%s", cb_dir_names[dir], cb_format_size(b.lo, lo, sizeof lo),
+             cb_format_size(b.hi, hi, sizeof hi));
+    return buf;
+}
+
+/* A new band of direction `dir` after those already in p: NULL when it fits,
+ * else why not (in why). */
+static const char *band_check(const struct cb_policy *p, int dir, struct cb_band b, uint64_t max_copy, char *why,
+                              size_t wlen)
+{
+    char t[64], u[64], m[24];
+    if (p->nband[dir] == CB_POLICY_BANDS) {
+        snprintf(why, wlen, "%s is band %u of %s: a direction takes at most %d bands", band_text(dir, b, t, sizeof t),
+                 CB_POLICY_BANDS + 1, cb_dir_names[dir], CB_POLICY_BANDS);
+        return why;
+    }
+    for (unsigned i = 0; i < p->nband[dir]; i++) {
+        struct cb_band o = p->band[dir][i];
+        if (b.lo < o.hi && o.lo < b.hi) {
+            snprintf(why, wlen, "%s overlaps %s", band_text(dir, b, t, sizeof t), band_text(dir, o, u, sizeof u));
+            return why;
+        }
+        if (b.hi <= o.lo) {
+            snprintf(why, wlen, "%s comes after %s: list a direction's bands in increasing order",
+                     band_text(dir, b, t, sizeof t), band_text(dir, o, u, sizeof u));
+            return why;
+        }
+    }
+    if (b.lo > max_copy) {
+        snprintf(why, wlen, "%s starts above CUBATCH_MAX_COPY (%s): no copy could ever use it",
+                 band_text(dir, b, t, sizeof t), cb_format_size(max_copy, m, sizeof m));
+        return why;
+    }
+    if (b.hi <= 1) {
+        snprintf(why, wlen, "%s holds only 0-byte copies, which are never deferred", band_text(dir, b, t, sizeof t));
+        return why;
+    }
+    return NULL;
+}
+
+/* Parse one DIR:LO-HI item of length ilen; -1 with why filled when malformed. */
+static int parse_band(const char *s, size_t ilen, int *dir, struct cb_band *b, char *why, size_t wlen)
+{
+    char q[CB_QUOTE_LEN];
+    const char *colon = memchr(s, ':', ilen);
+    *dir = -1;
+    for (int d = 0; colon && d < CB_D_COUNT; d++)
+        if ((size_t)(colon - s) == strlen(cb_dir_names[d]) && !strncasecmp(s, cb_dir_names[d], (size_t)(colon - s)))
+            *dir = d;
+    if (*dir < 0) {
+        snprintf(why, wlen, "%s does not start with a direction (h2d:, d2h:, d2d: or h2h:)",
+                 cb_quote_n(s, ilen, q, sizeof q));
+        return -1;
+    }
+    const char *range = colon + 1;
+    size_t rlen = ilen - (size_t)(range - s);
+    const char *dash = memchr(range, '-', rlen);
+    if (!dash || parse_size(range, (size_t)(dash - range), &b->lo) ||
+        parse_size(dash + 1, rlen - (size_t)(dash + 1 - range), &b->hi)) {
+        snprintf(why, wlen, "%s is not DIR:LO-HI with sizes (digits, optionally K, M, G or T; HI may be max)",
+                 cb_quote_n(s, ilen, q, sizeof q));
+        return -1;
+    }
+    if (b->lo >= b->hi) {
+        snprintf(why, wlen, "%s: LO must be below HI (bands are half-open, [LO, HI))", cb_quote_n(s, ilen, q, sizeof q));
+        return -1;
     }
     return 0;
 }
 
-int cb_policy_load(const char *text)
+static int policy_parse(const char *text, uint64_t max_copy, struct cb_policy *p, char *why, size_t wlen)
+{
+    memset(p, 0, sizeof *p);
+    if (!text || !*text || !strcasecmp(text, "default")) {
+        /* the default fits any maximum: a max copy below 28K only narrows it */
+        text = cb_policy_default_text;
+        max_copy = UINT64_MAX;
+    }
+    if (!strcasecmp(text, "none"))
+        return 0;
+    if (!strcasecmp(text, "all"))
+        text = "h2d:0-max,d2h:0-max,d2d:0-max,h2h:0-max";
+    for (const char *s = text;;) {
+        const char *item_end = strchr(s, ',');
+        size_t ilen = item_end ? (size_t)(item_end - s) : strlen(s);
+        if (ilen == 0) {
+            snprintf(why, wlen, "an empty band (a leading, doubled or trailing comma)");
+            return -1;
+        }
+        int dir;
+        struct cb_band b;
+        if (parse_band(s, ilen, &dir, &b, why, wlen) || band_check(p, dir, b, max_copy, why, wlen))
+            return -1;
+        p->band[dir][p->nband[dir]++] = b;
+        if (!item_end)
+            return 0;
+        s = item_end + 1;
+    }
+}
+
+int cb_policy_load(const char *text, char *why, size_t wlen)
 {
     struct cb_policy p;
-    if (policy_parse(text, &p)) {
-        policy_parse(NULL, &cb_policy_table);
+    if (policy_parse(text, cb_opt(CB_OPT_max_copy), &p, why, wlen)) {
+        char unused[8];
+        policy_parse(NULL, 0, &cb_policy_table, unused, sizeof unused);
         return -1;
     }
     cb_policy_table = p;
     return 0;
+}
+
+const char *cb_policy_describe(char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = 0;
+    for (int d = 0; d < CB_D_COUNT; d++)
+        for (unsigned i = 0; i < cb_policy_table.nband[d]; i++) {
+            char t[64];
+            int n = snprintf(buf + o, len - o, "%s%s", o ? "," : "", band_text(d, cb_policy_table.band[d][i], t, sizeof t));
+            if (n < 0 || (size_t)n >= len - o)
+                return buf;
+            o += (size_t)n;
+        }
+    if (!o)
+        snprintf(buf, len, "none");
+    return buf;
 }
 
 static int policy_check(const struct cb_policy *p, enum cb_direction d, size_t bytes)
@@ -116,7 +203,18 @@ int cb_policy_defer(enum cb_direction d, size_t bytes)
 int cubatch__policy_defer(const char *policy, int direction, size_t bytes)
 {
     struct cb_policy p;
-    if (direction < 0 || direction >= CB_D_COUNT || policy_parse(policy, &p))
+    char why[CB_QUOTE_LEN + 128];
+    if (direction < 0 || direction >= CB_D_COUNT || policy_parse(policy, cb_opt(CB_OPT_max_copy), &p, why, sizeof why))
         return -1;
     return policy_check(&p, (enum cb_direction)direction, bytes);
+}
+
+/* For the unit tests: 0 when the policy is accepted under this maximum copy size,
+ * else -1 and the reason the warning would give. */
+int cubatch__policy_check(const char *policy, uint64_t max_copy, char *why, size_t len)
+{
+    struct cb_policy p;
+    if (len)
+        why[0] = 0;
+    return policy_parse(policy, max_copy, &p, why, len);
 }

@@ -11,6 +11,8 @@
 #include "internal.h"
 
 #include <dlfcn.h>
+#include <limits.h>
+#include <link.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +21,7 @@ struct cb_driver cb_drv;
 atomic_int cb_init_done;
 const char *cb_batching_reason = "not initialised";
 int cb_batching;
+static int cb_driver_found; /* libcuda.so.1 could be opened at initialisation */
 
 /* Not static: the x86-64 entry of dlsym (below) jumps through it. */
 CB_HIDDEN void *(*cb_real_dlsym)(void *, const char *);
@@ -158,6 +161,7 @@ void cb_init_slow(void)
     cb_drv.EventRecord_ptsz = CB_REAL(cuEventRecord_ptsz);
     cb_drv.StreamWaitEvent = CB_REAL(cuStreamWaitEvent);
     cb_drv.StreamWaitEvent_ptsz = CB_REAL(cuStreamWaitEvent_ptsz);
+    cb_driver_found = h != NULL;
     if (h) {
         decide_batching();
     } else {
@@ -177,15 +181,93 @@ void cb_init_slow(void)
     pthread_mutex_unlock(&cb_init_lock);
 }
 
-/* Is the driver already in the process?  Only then may dlsym look deeper: a
- * process that never loads CUDA must not have it loaded behind its back. */
+/* A wrapper called with no real function behind it.  Without cubatch the
+ * program could not have reached a function the driver lacks (its dlsym would
+ * say NULL, its -lcuda link would not load), so there is no answer to copy; the
+ * answer is quiet and the same every time: CUDA_ERROR_STUB_LIBRARY when no
+ * driver could be loaded at all (what every function of the toolkit's stub
+ * libcuda answers), CUDA_ERROR_NOT_SUPPORTED when the driver lacks just this
+ * function.  A notice (log level 2) tells it once per function. */
+CUresult cb_absent(int id)
+{
+    static atomic_uchar told[CB_HOOK_COUNT];
+    CUresult rc = cb_driver_found ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_STUB_LIBRARY;
+    if (!atomic_exchange(&told[id], 1))
+        cb_log(CB_LOG_NOTICE, "%s called, but %s: it returns %d", cb_hooks[id].name,
+               cb_driver_found ? "the driver does not export it" : "no CUDA driver could be loaded", (int)rc);
+    return rc;
+}
+
+/* Driver functions are named cu + an upper-case letter; only those are ours to
+ * look at (curl_*, cuserid and the rest are not). */
+static int is_driver_name(const char *name)
+{
+    return name[0] == 'c' && name[1] == 'u' && name[2] >= 'A' && name[2] <= 'Z';
+}
+
+/* Our own wrappers' addresses, sorted: was a lookup answered by cubatch? */
+static uintptr_t cb_own[CB_HOOK_COUNT];
+static pthread_once_t cb_own_once = PTHREAD_ONCE_INIT;
+
+static int addr_cmp(const void *a, const void *b)
+{
+    uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void own_table(void)
+{
+    for (size_t i = 0; i < CB_HOOK_COUNT; i++)
+        cb_own[i] = (uintptr_t)cb_hooks[i].wrapper;
+    qsort(cb_own, CB_HOOK_COUNT, sizeof cb_own[0], addr_cmp);
+}
+
+static int is_own_wrapper(void *p)
+{
+    pthread_once(&cb_own_once, own_table);
+    uintptr_t key = (uintptr_t)p;
+    return bsearch(&key, cb_own, CB_HOOK_COUNT, sizeof key, addr_cmp) != NULL;
+}
+
+/* Is the driver already in the process?  Only then may dlsym initialise
+ * cubatch: a process that never loads CUDA must not have it loaded behind its
+ * back.  dlopen("libcuda.so.1", RTLD_NOLOAD) would say, but when the driver is
+ * not there that call searches for it (the loader cache, every system
+ * directory: about 9 system calls, 20 us) holding the loader's lock, and did so on
+ * every dlsym of a driver name: threads of a program without CUDA doing
+ * dlopen/dlsym waited on each other (bench/dl_threads.c).  The list of loaded
+ * objects changes only when one is loaded, which dl_iterate_phdr counts: the
+ * names are read again only after a load. */
+static atomic_ullong cb_adds_without_driver = ULLONG_MAX; /* loads counted when it was last missing */
+
+struct cb_scan { unsigned long long adds; int first, known, found; };
+
+static int scan_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct cb_scan *sc = arg;
+    if (sc->first) {
+        sc->first = 0;
+        sc->known = size >= offsetof(struct dl_phdr_info, dlpi_adds) + sizeof info->dlpi_adds;
+        sc->adds = sc->known ? info->dlpi_adds : 0;
+        if (sc->known && sc->adds == atomic_load(&cb_adds_without_driver))
+            return 1; /* nothing loaded since it was missing */
+    }
+    const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+    base = base ? base + 1 : info->dlpi_name ? info->dlpi_name : "";
+    if (!strncmp(base, "libcuda.so", 10)) {
+        sc->found = 1;
+        return 1;
+    }
+    return 0;
+}
+
 static int libcuda_loaded(void)
 {
-    void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-    if (!h)
-        return 0;
-    dlclose(h);
-    return 1;
+    struct cb_scan sc = {0, 1, 0, 0};
+    dl_iterate_phdr(scan_object, &sc);
+    if (!sc.found && sc.known)
+        atomic_store(&cb_adds_without_driver, sc.adds);
+    return sc.found;
 }
 
 /* dlsym(RTLD_NEXT, name) means "the next definition after the CALLER's object";
@@ -193,12 +275,15 @@ static int libcuda_loaded(void)
  * real dlsym, the caller would be libcubatch, and a library loaded after us (a
  * sanitizer runtime, another interposer) asking for its next malloc or mmap would
  * get its own function back: endless recursion.  So on x86-64 the exported dlsym
- * is a few instructions that jump (not call) to the real dlsym for RTLD_NEXT,
- * leaving the caller's return address in place, and jump to cb_dlsym_impl for
- * everything else.  A caller after us thereby bypasses cubatch, as RTLD_NEXT
- * asks; a program asking for the next cu* function after itself gets our
- * wrapper, since we come right after it.  Elsewhere the C function is dlsym, with
- * RTLD_NEXT resolved relative to libcubatch (documented limit). */
+ * is a few instructions that jump (not call) to the real dlsym for RTLD_NEXT
+ * and for every name that is not a driver function's (cu + an upper-case
+ * letter), leaving the caller's return address in place, and jump to
+ * cb_dlsym_impl for driver names only.  A caller after us thereby bypasses
+ * cubatch, as RTLD_NEXT asks; a program asking for the next cu* function after
+ * itself gets our wrapper, since we come right after it; and every other lookup
+ * is libc's own, from the caller's own scope, at libc's own cost.  Elsewhere the
+ * C function is dlsym, with RTLD_NEXT resolved relative to libcubatch
+ * (documented limit). */
 #if defined(__x86_64__) && defined(__ELF__)
 #define CB_DLSYM_IMPL cb_dlsym_impl
 #define CB_DLSYM_VISIBILITY CB_HIDDEN
@@ -207,8 +292,18 @@ __asm__(".text\n"
         ".type dlsym, @function\n"
         "dlsym:\n"
         "    cmpq $-1, %rdi\n"              /* RTLD_NEXT is ((void *) -1l) */
-        "    jne cb_dlsym_impl\n"
-        "    movq cb_real_dlsym(%rip), %rax\n"
+        "    je 3f\n"
+        "    testq %rsi, %rsi\n"
+        "    je 3f\n"
+        "    cmpb $0x63, (%rsi)\n"         /* 'c' */
+        "    jne 3f\n"
+        "    cmpb $0x75, 1(%rsi)\n"        /* 'u' */
+        "    jne 3f\n"
+        "    movzbl 2(%rsi), %eax\n"
+        "    subl $0x41, %eax\n"            /* 'A'..'Z' */
+        "    cmpl $25, %eax\n"
+        "    jbe cb_dlsym_impl\n"
+        "3:  movq cb_real_dlsym(%rip), %rax\n"
         "    testq %rax, %rax\n"
         "    jne 1f\n"
         "    pushq %rdi\n"
@@ -237,13 +332,26 @@ CB_DLSYM_VISIBILITY CB_UNINSTRUMENTED void *CB_DLSYM_IMPL(void *handle, const ch
         if (!real_dlsym)
             return NULL; /* cannot happen with glibc; never crash for it */
     }
+    if (handle == RTLD_NEXT || !name || !is_driver_name(name))
+        return real_dlsym(handle, name); /* only without the x86-64 entry above */
     void *p = real_dlsym(handle, name);
-    if (!p || name[0] != 'c' || name[1] != 'u' || cb_in_init)
+    if (!p || cb_in_init)
         return p;
+    if (is_own_wrapper(p)) {
+        /* The lookup found cubatch's export (RTLD_DEFAULT, or a handle whose
+         * scope holds us): answer as if cubatch were not there.  Only when a
+         * definition exists past us (the driver, loaded globally) is the
+         * wrapper the right answer; otherwise NULL, with dlerror set, as the
+         * program would get without cubatch: a program that looks for the
+         * driver this way is not fooled, and calls no wrapper that has no real
+         * function behind it. */
+        return real_dlsym(RTLD_NEXT, name) ? p : NULL;
+    }
     if (!atomic_load_explicit(&cb_init_done, memory_order_acquire)) {
         if (!libcuda_loaded())
             return p;
         cb_init_slow();
+        dlerror(); /* names the driver lacks, looked up by cb_init: not the program's errors */
         if (!atomic_load_explicit(&cb_init_done, memory_order_acquire))
             return p;
     }
@@ -258,7 +366,7 @@ CB_DLSYM_VISIBILITY CB_UNINSTRUMENTED void *CB_DLSYM_IMPL(void *handle, const ch
         cb_init();                                                       \
         cb_stats_thread()->calls[CB_ID_##name]++;                        \
         if (!CB_REAL(name))                                              \
-            return CUDA_ERROR_NOT_SUPPORTED;                             \
+            return cb_absent(CB_ID_##name);                              \
         CUresult r = CB_REAL(name) args;                                 \
         if (r == CUDA_SUCCESS && pfn && *pfn)                            \
             *pfn = cb_swap(*pfn);                                        \

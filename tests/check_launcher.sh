@@ -52,6 +52,59 @@ warn=$(CUBATCH_MAX_BATCH=lots "$C" -- "$b/tests/probe" basic 2>&1 >/dev/null)
 printf '%s\n' "$warn" | grep -q 'CUBATCH_MAX_BATCH="lots" is not valid: it accepts an integer from 2 to 32768' &&
     ok "malformed value: one clear warning" || bad "malformed value: '$warn'"
 
+# values are checked before the program starts, by the library's own parser
+out=$("$C" --stats=garbage -- sh -c 'echo ran' 2>&1); rc=$?
+if [ $rc -eq 2 ] && ! printf '%s\n' "$out" | grep -q '^ran' &&
+   printf '%s\n' "$out" | grep -q 'CUBATCH_STATS="garbage" is not valid: it accepts one of off|on|json'; then
+    ok "bad value refused before the program starts, in the library's words"
+else
+    bad "--stats=garbage (exit $rc): $out"
+fi
+out=$(CUBATCH_MAXBATCH=8 "$C" -- sh -c 'echo ran' 2>&1); rc=$?
+[ $rc -eq 2 ] && printf '%s\n' "$out" | grep -q 'did you mean CUBATCH_MAX_BATCH?' && ! printf '%s\n' "$out" | grep -q '^ran' &&
+    ok "misspelt CUBATCH_ variable refused, closest name given" || bad "CUBATCH_MAXBATCH (exit $rc): $out"
+out=$(CUBATCH_LOG=0 CUBATCH_POLICY=h2d:1G-2G "$C" -- sh -c 'echo ran' 2>&1); rc=$?
+[ $rc -eq 2 ] && printf '%s\n' "$out" | grep -q 'starts above CUBATCH_MAX_COPY (1M)' &&
+    ok "unreachable policy refused, with the limit named (even with CUBATCH_LOG=0)" || bad "policy (exit $rc): $out"
+out=$("$C" --max-copy=1T --policy=h2d:1G-2G -- sh -c 'echo ran' 2>&1); rc=$?
+[ $rc -eq 0 ] && [ "$out" = ran ] && ok "--max-copy=1T accepted, as --help documents" || bad "--max-copy=1T (exit $rc): $out"
+out=$(CUBATCH_LIBRARY=/etc/passwd "$C" -- sh -c 'echo ran' 2>&1); rc=$?
+[ $rc -eq 127 ] && printf '%s\n' "$out" | grep -q 'cannot be loaded' && ok "a library that cannot be loaded: exit 127" ||
+    bad "unloadable library (exit $rc): $out"
+
+# --opt value as well as --opt=value
+flags=$("$C" --log 2 --max-batch 8 --policy all --stats-file /dev/null -- sh -c \
+        'printf "%s %s %s %s" "$CUBATCH_LOG" "$CUBATCH_MAX_BATCH" "$CUBATCH_POLICY" "$CUBATCH_STATS_FILE"')
+[ "$flags" = "2 8 all /dev/null" ] && ok "--opt value" || bad "--opt value gave '$flags'"
+
+# commands that exec cannot run: said plainly, documented statuses
+out=$("$C" exit 5 2>&1); rc=$?
+[ $rc -eq 127 ] && printf '%s\n' "$out" | grep -q "'exit' is a shell builtin" && ok "shell builtin: exit 127, said so" ||
+    bad "builtin (exit $rc): $out"
+out=$("$C" /tmp 2>&1); rc=$?
+[ $rc -eq 126 ] && printf '%s\n' "$out" | grep -q "'/tmp' is a directory" && ok "directory: exit 126, said so" ||
+    bad "directory (exit $rc): $out"
+noexec=$b/launcher-noexec
+printf '#!/bin/sh\n' >"$noexec"; chmod 644 "$noexec"
+out=$("$C" "$noexec" 2>&1); rc=$?
+[ $rc -eq 126 ] && printf '%s\n' "$out" | grep -q "is not executable" && ok "not executable: exit 126, said so" ||
+    bad "not executable (exit $rc): $out"
+rm -f "$noexec"
+out=$("$C" no-such-command-cubatch 2>&1); rc=$?
+[ $rc -eq 127 ] && printf '%s\n' "$out" | grep -q "command not found" && ok "not found: exit 127" || bad "not found (exit $rc): $out"
+printf '%s\n' "$help" | grep -q '^  126 ' && printf '%s\n' "$help" | grep -q '^  127 ' && printf '%s\n' "$help" | grep -q '^  2 ' &&
+    ok "--help documents exit statuses 2, 126, 127" || bad "--help exit statuses"
+
+# a report file alone asks for a text report (the library's rule, not the launcher's)
+txt=$b/launcher-stats.txt
+"$C" --stats-file="$txt" -- "$b/tests/probe" basic >/dev/null 2>&1
+grep -q 'report (pid' "$txt" && ok "--stats-file alone: text report" || bad "--stats-file alone: $(cat "$txt" 2>/dev/null)"
+rm -f "$txt"
+txt=$b/launcher-stats-env.txt
+CUBATCH_STATS_FILE="$txt" "$C" -- "$b/tests/probe" basic >/dev/null 2>&1
+grep -q 'report (pid' "$txt" && ok "CUBATCH_STATS_FILE alone: text report" || bad "CUBATCH_STATS_FILE alone"
+rm -f "$txt"
+
 # the README's option table is the generated one
 gen=$(sh "$s/tools/options-table.sh" 2>/dev/null || bash "$s/tools/options-table.sh")
 doc=$(sed -n '/options-table: begin/,/options-table: end/p' "$s/README.md" | sed '1d;$d')

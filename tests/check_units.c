@@ -5,10 +5,12 @@
 #include <check.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 int cubatch__parse_option(const char *name, const char *text, uint64_t *out);
 int cubatch__policy_defer(const char *policy, int direction, size_t bytes);
 int cubatch__hazard_probe(const uintptr_t (*copies)[3], size_t n);
+int cubatch__policy_check(const char *policy, uint64_t max_copy, char *why, size_t len);
 
 enum { H2D, D2H, D2D, H2H };
 
@@ -113,6 +115,51 @@ START_TEST(policy_parsing)
 }
 END_TEST
 
+/* --help says BYTES 1..1T: every size it shows is accepted. */
+START_TEST(sizes_as_documented)
+{
+    ck_assert_uint_eq(parsed("max_copy", "1T"), (uint64_t)1 << 40);
+    ck_assert_uint_eq(parsed("max_copy", "1TiB"), (uint64_t)1 << 40);
+    ck_assert_uint_eq(parsed("max_copy", "1"), 1);
+    rejected("max_copy", "2T");
+    ck_assert_int_eq(cubatch__policy_defer("h2d:1T-max", H2D, 4096), -1); /* above the 1M maximum copy */
+}
+END_TEST
+
+/* A refused policy says why, naming the limit it broke. */
+static void policy_refused(const char *policy, uint64_t max_copy, const char *reason)
+{
+    char why[512];
+    ck_assert_msg(cubatch__policy_check(policy, max_copy, why, sizeof why) == -1, "\"%s\" should be refused", policy);
+    ck_assert_msg(strstr(why, reason), "\"%s\": want \"%s\" in \"%s\"", policy, reason, why);
+}
+
+START_TEST(policy_bands_checked)
+{
+    const uint64_t M = 1 << 20;
+    char why[512];
+    policy_refused("h2d:1G-2G", M, "h2d:1G-2G starts above CUBATCH_MAX_COPY (1M): no copy could ever use it");
+    ck_assert_int_eq(cubatch__policy_check("h2d:1G-2G", (uint64_t)2 << 30, why, sizeof why), 0);
+    ck_assert_int_eq(cubatch__policy_check("h2d:1M-2M", M, why, sizeof why), 0); /* a 1M copy may use it */
+    policy_refused("h2d:0-8K,h2d:4K-16K", M, "h2d:4K-16K overlaps h2d:0-8K");
+    policy_refused("d2h:0-max,d2h:1K-2K", M, "d2h:1K-2K overlaps d2h:0-max");
+    policy_refused("h2d:28K-max,h2d:0-8K", M, "h2d:0-8K comes after h2d:28K-max: list a direction's bands in "
+                                              "increasing order");
+    policy_refused("h2d:1-2,h2d:2-3,h2d:3-4,h2d:4-5,h2d:5-6,h2d:6-7,h2d:7-8,h2d:8-9,h2d:9-10", M,
+                   "h2d:9-10 is band 9 of h2d: a direction takes at most 8 bands");
+    policy_refused("h2d:0-1", M, "holds only 0-byte copies");
+    policy_refused("h2d:2K-1K", M, "LO must be below HI");
+    policy_refused("h2x:0-1K", M, "does not start with a direction");
+    policy_refused("h2d:0-8K,", M, "an empty band");
+    policy_refused("h2d:a-b", M, "is not DIR:LO-HI");
+    /* other directions' bands interleave freely; the default and all fit any maximum */
+    ck_assert_int_eq(cubatch__policy_check("h2d:0-8K,d2h:0-max,h2d:28K-max", M, why, sizeof why), 0);
+    ck_assert_int_eq(cubatch__policy_check("default", 4096, why, sizeof why), 0);
+    ck_assert_int_eq(cubatch__policy_check(NULL, 1, why, sizeof why), 0);
+    ck_assert_int_eq(cubatch__policy_check("all", 1, why, sizeof why), 0);
+}
+END_TEST
+
 static int hazard_at(const uintptr_t (*c)[3], size_t n) { return cubatch__hazard_probe(c, n); }
 
 START_TEST(hazard_rules)
@@ -169,10 +216,12 @@ int main(void)
     tcase_add_test(tc, bool_words);
     tcase_add_test(tc, sizes_and_ranges);
     tcase_add_test(tc, enums);
+    tcase_add_test(tc, sizes_as_documented);
     suite_add_tcase(s, tc);
     tc = tcase_create("policy");
     tcase_add_test(tc, policy_default_follows_measurement);
     tcase_add_test(tc, policy_parsing);
+    tcase_add_test(tc, policy_bands_checked);
     suite_add_tcase(s, tc);
     tc = tcase_create("hazards");
     tcase_add_test(tc, hazard_rules);

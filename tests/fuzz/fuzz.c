@@ -1948,6 +1948,9 @@ static void usage(void)
     exit(2);
 }
 
+static int run_mode(const char *mode, uint64_t seed, int len, const char *opsfile, struct cfg *cp, char **replays,
+                    int nreplay);
+
 int main(int argc, char **argv)
 {
     if (argc < 2)
@@ -1991,6 +1994,15 @@ int main(int argc, char **argv)
     if (len < 1 || len > MAXOPS - 16)
         die("--len must be 1..%d", MAXOPS - 16);
     c.len = len;
+    int rc = run_mode(mode, seed, len, opsfile, &c, replays, nreplay);
+    free(replays); /* LeakSanitizer checks the fuzzer too (ASAN_OPTIONS unset) */
+    return rc;
+}
+
+static int run_mode(const char *mode, uint64_t seed, int len, const char *opsfile, struct cfg *cp, char **replays,
+                    int nreplay)
+{
+    struct cfg c = *cp;
     if (!strcmp(mode, "gen")) {
         generate(seed, len);
         printf("# cubatch fuzz program: seed=%llu len=%d\n", (unsigned long long)seed, len);

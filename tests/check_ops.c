@@ -1,0 +1,588 @@
+/* check_ops.c - cubatch as operations meets it: reports from many processes and
+ * across fork, what each log level shows and how values are quoted, unknown
+ * CUBATCH_ names, and processes that never load CUDA (dlsym answers, weak
+ * references, the cost of lookups from many threads).
+ *
+ * Every case runs programs in fresh processes with a cleaned environment:
+ * tests/opsprog (a small driver program, against the simulated driver),
+ * tests/nocuda (no CUDA at all) and bench/dl_threads (lookups from threads). */
+#include "config.h" /* _GNU_SOURCE */
+#include <check.h>
+#include <dirent.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef BUILDDIR
+#error "BUILDDIR must name the build tree"
+#endif
+
+#define OPSPROG BUILDDIR "/tests/opsprog"
+#define NOCUDA BUILDDIR "/tests/nocuda"
+#define DL_THREADS BUILDDIR "/bench/dl_threads"
+#define LIBCUBATCH BUILDDIR "/src/.libs/libcubatch.so"
+#define SIMDIR BUILDDIR "/tests/sim/.libs"
+
+struct proc {
+    pid_t pid;
+    char dir[64]; /* holds out and err */
+};
+struct res {
+    int status; /* exit status, -1 when killed */
+    char *out, *err;
+};
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 4096, n = 0;
+    char *b = malloc(cap);
+    size_t got;
+    while ((got = fread(b + n, 1, cap - n - 1, f)) > 0) {
+        n += got;
+        if (cap - n - 1 == 0)
+            b = realloc(b, cap *= 2);
+    }
+    b[n] = 0;
+    fclose(f);
+    return b;
+}
+
+enum { PRELOAD = 1, SIM = 2 };
+
+/* Start argv in a clean environment: PATH, sanitizer settings, the simulated
+ * driver (SIM), the preload (PRELOAD), timers out of the way, then `extra`. */
+static struct proc start(const char *const *argv, int how, const char *const *extra)
+{
+    struct proc p;
+    snprintf(p.dir, sizeof p.dir, "/tmp/cubatch-ops-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(p.dir));
+    const char *env[400];
+    int ne = 0;
+    env[ne++] = "PATH=/usr/bin:/bin";
+    env[ne++] = "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0:abort_on_error=0";
+    env[ne++] = "UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1";
+    env[ne++] = "TSAN_OPTIONS=halt_on_error=1:report_signal_unsafe=0";
+    env[ne++] = "CUBATCH_FLUSH_US=1000000";
+    env[ne++] = "CUBATCH_SLOW_NS=1000000000";
+    if (how & SIM)
+        env[ne++] = "LD_LIBRARY_PATH=" SIMDIR;
+    if (how & PRELOAD)
+        env[ne++] = "LD_PRELOAD=" LIBCUBATCH;
+    for (; extra && *extra && ne < 398; extra++)
+        env[ne++] = *extra;
+    env[ne] = NULL;
+    p.pid = fork();
+    ck_assert_int_ge(p.pid, 0);
+    if (p.pid == 0) {
+        char path[96];
+        snprintf(path, sizeof path, "%s/out", p.dir);
+        int fo = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        snprintf(path, sizeof path, "%s/err", p.dir);
+        int fe = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(fo, 1);
+        dup2(fe, 2);
+        alarm(120);
+        execve(argv[0], (char *const *)argv, (char *const *)env);
+        _exit(127);
+    }
+    return p;
+}
+
+static struct res finish(struct proc *p)
+{
+    int st = 0;
+    waitpid(p->pid, &st, 0);
+    struct res r = {WIFEXITED(st) ? WEXITSTATUS(st) : -1, NULL, NULL};
+    char path[96];
+    snprintf(path, sizeof path, "%s/out", p->dir);
+    r.out = slurp(path);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/err", p->dir);
+    r.err = slurp(path);
+    unlink(path);
+    rmdir(p->dir);
+    if (!r.out)
+        r.out = strdup("");
+    if (!r.err)
+        r.err = strdup("");
+    return r;
+}
+
+static struct res run(const char *const *argv, int how, const char *const *extra)
+{
+    struct proc p = start(argv, how, extra);
+    return finish(&p);
+}
+
+static void res_free(struct res *r)
+{
+    free(r->out);
+    free(r->err);
+}
+
+static char *tmpdir_new(void)
+{
+    char *d = strdup("/tmp/cubatch-reports-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(d));
+    return d;
+}
+
+/* Remove the folder and what it holds (files only). */
+static void tmpdir_free(char *d)
+{
+    DIR *dir = opendir(d);
+    struct dirent *e;
+    while (dir && (e = readdir(dir)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+            char path[512];
+            snprintf(path, sizeof path, "%s/%s", d, e->d_name);
+            unlink(path);
+        }
+    if (dir)
+        closedir(dir);
+    rmdir(d);
+    free(d);
+}
+
+static int count_entries(const char *d)
+{
+    int n = 0;
+    DIR *dir = opendir(d);
+    struct dirent *e;
+    while (dir && (e = readdir(dir)))
+        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    if (dir)
+        closedir(dir);
+    return n;
+}
+
+/* One complete JSON report and nothing else: one line, braces balanced outside
+ * strings, a newline right after the last brace (a shorter report written over
+ * a longer one leaves a tail: "Extra data"). */
+static int one_json_report(const char *s)
+{
+    if (!s || strncmp(s, "{\"cubatch\":", 11))
+        return 0;
+    int depth = 0, in_str = 0;
+    const char *p = s;
+    for (; *p; p++) {
+        if (in_str) {
+            if (*p == '\\')
+                p++;
+            else if (*p == '"')
+                in_str = 0;
+        } else if (*p == '"') {
+            in_str = 1;
+        } else if (*p == '{') {
+            depth++;
+        } else if (*p == '}') {
+            if (--depth == 0)
+                break;
+        } else if (*p == '\n') {
+            return 0;
+        }
+    }
+    return *p == '}' && !strcmp(p + 1, "\n");
+}
+
+static long json_num(const char *s, const char *key)
+{
+    char pat[96];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = s ? strstr(s, pat) : NULL;
+    return p ? strtol(p + strlen(pat), NULL, 10) : -1;
+}
+
+/* The end of a long output, for a failure message (check caps their length). */
+static const char *tail(const char *s)
+{
+    size_t n = strlen(s);
+    return n > 1500 ? s + n - 1500 : s;
+}
+
+static int count_lines_with(const char *s, const char *what)
+{
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, what)); p += strlen(what))
+        n++;
+    return n;
+}
+
+/* ---- reports ------------------------------------------------------------------------------ */
+
+/* n processes at once, each with its own %p report: n files, each whole and its own */
+static void reports_per_process(int n)
+{
+    char *d = tmpdir_new();
+    char file[160];
+    snprintf(file, sizeof file, "CUBATCH_STATS_FILE=%s/r.%%p.json", d);
+    const char *env[] = {"CUBATCH_STATS=json", file, NULL};
+    const char *argv[] = {OPSPROG, "copies", "32", NULL};
+    struct proc p[6];
+    for (int i = 0; i < n; i++)
+        p[i] = start(argv, PRELOAD | SIM, env);
+    for (int i = 0; i < n; i++) {
+        struct res r = finish(&p[i]);
+        ck_assert_msg(r.status == 0 && strstr(r.out, "opsprog: ok"), "%s%s", r.out, tail(r.err));
+        char path[200];
+        snprintf(path, sizeof path, "%s/r.%d.json", d, (int)p[i].pid);
+        char *rep = slurp(path);
+        ck_assert_msg(one_json_report(rep), "%s: not one whole report: %s", path, rep ? rep : "(missing)");
+        ck_assert_int_eq(json_num(rep, "pid"), p[i].pid);
+        ck_assert_int_eq(json_num(rep, "deferred"), 32);
+        free(rep);
+        res_free(&r);
+    }
+    ck_assert_int_eq(count_entries(d), n); /* no temporary file left behind */
+    tmpdir_free(d);
+}
+
+START_TEST(two_processes_two_reports) { reports_per_process(2); }
+END_TEST
+
+START_TEST(six_processes_six_reports) { reports_per_process(6); }
+END_TEST
+
+START_TEST(host_name_and_percent_in_the_name)
+{
+    char *d = tmpdir_new(), host[256] = "";
+    gethostname(host, sizeof host - 1);
+    char file[160];
+    snprintf(file, sizeof file, "CUBATCH_STATS_FILE=%s/r.%%h.%%%%.json", d);
+    const char *env[] = {"CUBATCH_STATS=json", file, NULL};
+    const char *argv[] = {OPSPROG, "copies", "4", NULL};
+    struct res r = run(argv, PRELOAD | SIM, env);
+    ck_assert_int_eq(r.status, 0);
+    char path[512];
+    snprintf(path, sizeof path, "%s/r.%s.%%.json", d, host);
+    char *rep = slurp(path);
+    ck_assert_msg(one_json_report(rep), "%s: %s; stderr: %s", path, rep ? rep : "(missing)", tail(r.err));
+    free(rep);
+    res_free(&r);
+    tmpdir_free(d);
+}
+END_TEST
+
+/* Many processes, one fixed name, reports of different lengths: the file is
+ * always one whole report (the last one renamed into place). */
+START_TEST(one_name_many_processes_never_torn)
+{
+    char *d = tmpdir_new();
+    char file[240], path[200];
+    snprintf(path, sizeof path, "%s/report.json", d);
+    snprintf(file, sizeof file, "CUBATCH_STATS_FILE=%s", path);
+    const char *env[] = {"CUBATCH_STATS=json", file, NULL};
+    for (int round = 0; round < 30; round++) {
+        /* all six leave at the same moment, 50 ms from now */
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        char at[32];
+        snprintf(at, sizeof at, "%llu", (unsigned long long)now.tv_sec * 1000000000ull + (unsigned long long)now.tv_nsec +
+                                            50000000ull);
+        const char *longer[] = {OPSPROG, "copies", "300", at, NULL}, *shorter[] = {OPSPROG, "copies", "0", at, NULL};
+        struct proc p[6];
+        for (int i = 0; i < 6; i++)
+            p[i] = start(i % 2 ? shorter : longer, PRELOAD | SIM, env);
+        for (int i = 0; i < 6; i++) {
+            struct res r = finish(&p[i]);
+            ck_assert_int_eq(r.status, 0);
+            res_free(&r);
+        }
+        char *rep = slurp(path);
+        ck_assert_msg(one_json_report(rep), "round %d: torn report: %s", round, rep ? rep : "(missing)");
+        free(rep);
+        ck_assert_int_eq(count_entries(d), 1);
+    }
+    tmpdir_free(d);
+}
+END_TEST
+
+START_TEST(fork_child_reports_its_own_work)
+{
+    char *d = tmpdir_new();
+    char file[160];
+    snprintf(file, sizeof file, "CUBATCH_STATS_FILE=%s/r.%%p.json", d);
+    const char *env[] = {"CUBATCH_STATS=json", file, NULL};
+    const char *argv[] = {OPSPROG, "fork", NULL};
+    struct proc p = start(argv, PRELOAD | SIM, env);
+    struct res r = finish(&p);
+    ck_assert_msg(r.status == 0 && strstr(r.out, "opsprog: ok"), "%s%s", r.out, tail(r.err));
+    int child = atoi(strstr(r.out, "opsprog: child ") + 15);
+    char path[200];
+    snprintf(path, sizeof path, "%s/r.%d.json", d, (int)p.pid);
+    char *parent_rep = slurp(path);
+    snprintf(path, sizeof path, "%s/r.%d.json", d, child);
+    char *child_rep = slurp(path);
+    ck_assert_msg(one_json_report(parent_rep), "%s", parent_rep ? parent_rep : "(no parent report)");
+    ck_assert_msg(one_json_report(child_rep), "%s", child_rep ? child_rep : "(no child report)");
+    ck_assert_int_eq(json_num(parent_rep, "copies"), 16);
+    ck_assert_int_eq(json_num(parent_rep, "deferred"), 16);
+    /* the child made no copy: none of the parent's counts may appear in its report */
+    ck_assert_msg(json_num(child_rep, "copies") == 0 && json_num(child_rep, "deferred") == 0 &&
+                      json_num(child_rep, "flush_stream") == 0 && strstr(child_rep, "\"calls\":{}"),
+                  "child report: %s", child_rep);
+    free(parent_rep);
+    free(child_rep);
+    res_free(&r);
+    tmpdir_free(d);
+}
+END_TEST
+
+/* The report cannot go where asked: a warning with the reason, the report on stderr. */
+static void write_fails(const char *target, const char *reason)
+{
+    char file[200];
+    snprintf(file, sizeof file, "CUBATCH_STATS_FILE=%s", target);
+    const char *env[] = {"CUBATCH_STATS=json", file, NULL};
+    const char *argv[] = {OPSPROG, "copies", "8", NULL};
+    struct res r = run(argv, PRELOAD | SIM, env);
+    ck_assert_int_eq(r.status, 0);
+    char want[300];
+    snprintf(want, sizeof want, "cubatch: warning: cannot write the report to \"%s\": %s; it follows on stderr\n",
+             target, reason);
+    ck_assert_msg(strstr(r.err, want), "want: %sgot: %s", want, tail(r.err));
+    const char *rep = strstr(r.err, want) + strlen(want);
+    ck_assert_msg(one_json_report(rep), "the report did not follow on stderr: %s", tail(r.err));
+    res_free(&r);
+}
+
+START_TEST(write_failure_says_why)
+{
+    write_fails("/dev/full", "No space left on device");
+    write_fails("/nonexistent-cubatch-dir/r.json", "No such file or directory");
+}
+END_TEST
+
+START_TEST(file_alone_means_text_report)
+{
+    char *d = tmpdir_new();
+    char file[240], path[200];
+    snprintf(path, sizeof path, "%s/r.txt", d);
+    snprintf(file, sizeof file, "CUBATCH_STATS_FILE=%s", path);
+    const char *env[] = {file, NULL};
+    const char *argv[] = {OPSPROG, "copies", "8", NULL};
+    struct res r = run(argv, PRELOAD | SIM, env);
+    ck_assert_int_eq(r.status, 0);
+    char *rep = slurp(path);
+    ck_assert_msg(rep && !strncmp(rep, "cubatch ", 8) && strstr(rep, " report (pid ") && strstr(rep, "deferred "),
+                  "%s", rep ? rep : "(no report)");
+    ck_assert_str_eq(r.err, "");
+    free(rep);
+    res_free(&r);
+    tmpdir_free(d);
+}
+END_TEST
+
+/* ---- messages ----------------------------------------------------------------------------- */
+
+static struct res opsprog_with(const char *const *env)
+{
+    const char *argv[] = {OPSPROG, "copies", "4", NULL};
+    struct res r = run(argv, PRELOAD | SIM, env);
+    ck_assert_msg(r.status == 0, "%s%s", r.out, tail(r.err));
+    return r;
+}
+
+START_TEST(log_0_silences_every_message)
+{
+    const char *env[] = {"CUBATCH_LOG=0", "CUBATCH_MAX_BATCH=lots", "CUBATCH_POLICY=garbage",
+                         "CUBATCH_SRC_ORDER=during_api_call", "CUBATCH_MAXBATCH=8", "CUBATCH_STATS_FILE=%q", NULL};
+    struct res r = opsprog_with(env);
+    ck_assert_msg(r.err[0] == 0, "CUBATCH_LOG=0 printed: %s", tail(r.err));
+    res_free(&r);
+}
+END_TEST
+
+START_TEST(log_2_shows_values_in_use_in_their_words)
+{
+    const char *env[] = {"CUBATCH_LOG=2", "CUBATCH_POLICY=garbage", "CUBATCH_STATS=json", "CUBATCH_MAX_COPY=1T",
+                         "CUBATCH_SRC_ORDER=any", "CUBATCH_MAX_BATCH=8", NULL};
+    struct res r = opsprog_with(env);
+    const char *want[] = {
+        "cubatch: option policy = h2d:0-8K,h2d:28K-max,d2h:0-max (default: the value given was rejected)\n",
+        "cubatch: option stats = json (from the environment)\n",
+        "cubatch: option max_copy = 1T (from the environment)\n",
+        "cubatch: option src_order = any (from the environment)\n",
+        "cubatch: option max_batch = 8 (from the environment)\n",
+        "cubatch: option min_run = 2 (default)\n",
+        "cubatch: option stats_file = unset (default)\n",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        ck_assert_msg(strstr(r.err, want[i]), "missing: %sin:\n%s", want[i], tail(r.err));
+    ck_assert_msg(!strstr(r.err, "option policy = garbage") && !strstr(r.err, "option policy = \"garbage"), "%s",
+                  tail(r.err)); /* the rejected value is in the warning, not in the dump */
+    res_free(&r);
+}
+END_TEST
+
+START_TEST(long_values_cut_and_control_characters_escaped)
+{
+    static char policy[10240 + 32];
+    strcpy(policy, "CUBATCH_POLICY=");
+    memset(policy + 15, 'a', 10240);
+    policy[15 + 10240] = 0;
+    const char *env[] = {policy, "CUBATCH_SRC_ORDER=a\nforged line\033[31mred", NULL};
+    struct res r = opsprog_with(env);
+    ck_assert_msg(strstr(r.err, "aaaa\"... (10240 bytes) is not valid: "), "%s", tail(r.err));
+    ck_assert_msg(strstr(r.err, "; keeping the default\n"), "%s", tail(r.err));
+    ck_assert_msg(strstr(r.err, "CUBATCH_SRC_ORDER=\"a\\nforged line\\x1b[31mred\" is not valid"), "%s", tail(r.err));
+    ck_assert_msg(!strchr(r.err, '\033'), "an escape character reached stderr: %s", tail(r.err));
+    for (const char *l = r.err; *l; l = strchr(l, '\n') + 1) /* every line is cubatch's own */
+        ck_assert_msg(!strncmp(l, "cubatch: warning: ", 18), "a line not cubatch's: %.200s", l);
+    res_free(&r);
+}
+END_TEST
+
+START_TEST(unknown_names_get_the_closest_option)
+{
+    const char *env[] = {"CUBATCH_MAXBATCH=8", "CUBATCH_STAT=on", "CUBATCH_ZQXJ=1", "CUBATCH_LIBRARY=/x.so", NULL};
+    struct res r = opsprog_with(env);
+    ck_assert_msg(strstr(r.err, "cubatch: warning: \"CUBATCH_MAXBATCH\" is not a cubatch option (did you mean "
+                                "CUBATCH_MAX_BATCH?); it is ignored\n"), "%s", tail(r.err));
+    ck_assert_msg(strstr(r.err, "\"CUBATCH_STAT\" is not a cubatch option (did you mean CUBATCH_STATS?)"), "%s",
+                  tail(r.err));
+    ck_assert_msg(strstr(r.err, "\"CUBATCH_ZQXJ\" is not a cubatch option (cubatch --help lists them)"), "%s",
+                  tail(r.err));
+    ck_assert_int_eq(count_lines_with(r.err, "\n"), 3); /* the launcher's CUBATCH_LIBRARY is no mistake */
+    res_free(&r);
+}
+END_TEST
+
+/* 120 warnings: 100 printed, then one line; notices are not counted. */
+START_TEST(the_cap_counts_warnings_only)
+{
+    static char names[120][32];
+    const char *env[124];
+    int ne = 0;
+    env[ne++] = "CUBATCH_LOG=2";
+    for (int i = 0; i < 120; i++) {
+        snprintf(names[i], sizeof names[i], "CUBATCH_UNKNOWN_%03d=1", i);
+        env[ne++] = names[i];
+    }
+    env[ne] = NULL;
+    struct res r = opsprog_with(env);
+    ck_assert_int_eq(count_lines_with(r.err, "cubatch: warning: "), 101);
+    ck_assert_int_eq(count_lines_with(r.err, "cubatch: warning: further warnings suppressed\n"), 1);
+    ck_assert_msg(strstr(r.err, "cubatch: option log = 2 (from the environment)\n"), "%s", tail(r.err));
+    res_free(&r);
+}
+END_TEST
+
+START_TEST(policy_beyond_max_copy_names_the_limit)
+{
+    const char *env[] = {"CUBATCH_POLICY=h2d:1G-2G", NULL};
+    struct res r = opsprog_with(env);
+    ck_assert_msg(strstr(r.err, "CUBATCH_POLICY=\"h2d:1G-2G\" is not valid: h2d:1G-2G starts above "
+                                "CUBATCH_MAX_COPY (1M): no copy could ever use it"), "%s", tail(r.err));
+    res_free(&r);
+    const char *raised[] = {"CUBATCH_POLICY=h2d:1G-2G", "CUBATCH_MAX_COPY=1T", NULL};
+    r = opsprog_with(raised);
+    ck_assert_str_eq(r.err, "");
+    res_free(&r);
+}
+END_TEST
+
+/* ---- processes without CUDA -------------------------------------------------------------------- */
+
+START_TEST(dlsym_does_not_find_cuda_that_is_not_there)
+{
+    const char *argv[] = {NOCUDA, NULL};
+    const char *env[] = {"CUBATCH_STATS=on", NULL};
+    struct res plain = run(argv, 0, env), shim = run(argv, PRELOAD, env);
+    ck_assert_int_eq(shim.status, 0);
+    ck_assert_str_eq(plain.out, shim.out);
+    ck_assert_msg(strstr(shim.out, "cuStreamSynchronize_found: 0\n"), "%s", shim.out);
+    ck_assert_str_eq(shim.err, "");
+    res_free(&plain);
+    res_free(&shim);
+}
+END_TEST
+
+START_TEST(weak_reference_call_answers_quietly)
+{
+    const char *argv[] = {NOCUDA, "weak", NULL};
+    struct res plain = run(argv, 0, NULL), shim = run(argv, PRELOAD, NULL);
+    ck_assert_str_eq(plain.out, "weak: unbound\n");
+    void *driver = dlopen("libcuda.so.1", RTLD_LAZY);
+    if (!driver) /* no driver on this machine: what the toolkit's stub driver answers */
+        ck_assert_str_eq(shim.out, "weak: bound rc=34\n");
+    else
+        dlclose(driver);
+    ck_assert_msg(shim.err[0] == 0, "stderr: %s", shim.err);
+    res_free(&plain);
+    res_free(&shim);
+}
+END_TEST
+
+/* Median of three runs of dl_threads MODE 4 threads, in seconds. */
+static double lookup_seconds(const char *mode, int how, long *found)
+{
+    double t[3];
+    for (int k = 0; k < 3; k++) {
+        const char *argv[] = {DL_THREADS, mode, "4", "5000", NULL};
+        struct res r = run(argv, how, NULL);
+        ck_assert_msg(r.status == 0, "%s%s", r.out, tail(r.err));
+        char m[16];
+        int th;
+        long it;
+        ck_assert_int_eq(sscanf(r.out, "dl_threads %15s %d %ld %lf %ld", m, &th, &it, &t[k], found), 5);
+        res_free(&r);
+    }
+    double lo = t[0] < t[1] ? t[0] : t[1], hi = t[0] < t[1] ? t[1] : t[0];
+    return t[2] < lo ? lo : t[2] > hi ? hi : t[2];
+}
+
+/* dlsym of driver names (and of cu-prefixed names that are not) from four
+ * threads costs a program without CUDA at most a few times what it costs
+ * without cubatch; a search of the library path per lookup made it 60-300x. */
+START_TEST(lookups_from_threads_stay_cheap)
+{
+#ifdef __SANITIZE_THREAD__
+    return; /* ThreadSanitizer's own locking dominates every lookup */
+#endif
+    const char *modes[] = {"driver", "cuprefix"};
+    for (int i = 0; i < 2; i++) {
+        long found_plain = -1, found_shim = -1;
+        double plain = lookup_seconds(modes[i], 0, &found_plain);
+        double shim = lookup_seconds(modes[i], PRELOAD, &found_shim);
+        ck_assert_msg(shim <= 4 * plain + 0.1, "%s: %.4f s with cubatch, %.4f s without", modes[i], shim, plain);
+        ck_assert_int_eq(found_shim, found_plain);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("ops");
+    struct { const char *name; const TTest *tests[8]; } cases[] = {
+        {"reports", {two_processes_two_reports, six_processes_six_reports, host_name_and_percent_in_the_name,
+                     one_name_many_processes_never_torn, fork_child_reports_its_own_work, write_failure_says_why,
+                     file_alone_means_text_report}},
+        {"messages", {log_0_silences_every_message, log_2_shows_values_in_use_in_their_words,
+                      long_values_cut_and_control_characters_escaped, unknown_names_get_the_closest_option,
+                      the_cap_counts_warnings_only, policy_beyond_max_copy_names_the_limit}},
+        {"without_cuda", {dlsym_does_not_find_cuda_that_is_not_there, weak_reference_call_answers_quietly,
+                          lookups_from_threads_stay_cheap}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        TCase *tc = tcase_create(cases[i].name);
+        tcase_set_timeout(tc, 240);
+        for (int j = 0; j < 8 && cases[i].tests[j]; j++)
+            tcase_add_test(tc, cases[i].tests[j]);
+        suite_add_tcase(s, tc);
+    }
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
