@@ -1466,10 +1466,12 @@ START_TEST(kernel_reads_only_tier_bytes)
     OK(cuMemAlloc_v2(&x, 64));
     OK(cuMemAlloc_v2(&y, 64));
     fill(HP(x), 64, 6);
-    /* each tier's parameter block ends right before an inaccessible page */
-    char *map = mmap(NULL, (size_t)pg * 10, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    /* each tier's parameter block ends right before inaccessible pages (more than a
+     * struct cb_kparams of them) */
+    size_t guard = ((sizeof(struct cb_kparams) + (size_t)pg - 1) / (size_t)pg + 1) * (size_t)pg;
+    char *map = mmap(NULL, (size_t)pg * 9 + guard, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     ck_assert(map != MAP_FAILED);
-    ck_assert_int_eq(mprotect(map + 9 * pg, (size_t)pg, PROT_NONE), 0);
+    ck_assert_int_eq(mprotect(map + 9 * pg, guard, PROT_NONE), 0);
     for (int t = 0; t < 4; t++) {
         size_t bytes = CB_KPARAMS_BYTES(kcaps[t]);
         struct cb_kparams *p = (struct cb_kparams *)(void *)(map + 9 * pg - bytes);
@@ -1481,7 +1483,7 @@ START_TEST(kernel_reads_only_tier_bytes)
     }
     OK(cuStreamSynchronize(s));
     ck_assert_mem_eq(HP(y), HP(x), 64);
-    munmap(map, (size_t)pg * 10);
+    munmap(map, (size_t)pg * 9 + guard);
 }
 END_TEST
 
@@ -1603,8 +1605,15 @@ END_TEST
 enum { F_PAGEABLE_DST, F_PAGEABLE_SRC, F_FREED, F_FREED_HOST, F_PAST_END, F_BEFORE, F_SPANS_TWO, F_OTHER_CTX,
        F_UNREGISTERED, F_WRAP, F_NCASES };
 
-/* In a fresh context: one launch whose descriptor 1 (of 3) is bad in way `how`. */
-static void fault_case(int how)
+static const char *const fault_why[F_NCASES] = {
+    "side=dst reason=unmapped", "side=src reason=unmapped", "side=src reason=freed", "side=dst reason=freed",
+    "side=dst reason=range", "side=src reason=unmapped", "side=dst reason=range", "side=dst reason=other-context",
+    "side=dst reason=unmapped", "side=dst reason=range",
+};
+
+/* In a fresh context: one launch whose descriptor 1 (of 3) is bad in way `how`; the log
+ * (fd) gets its KERNEL_FAULT line. */
+static void fault_case(int how, int logfd)
 {
     CUcontext c, c2;
     CUstream s;
@@ -1654,7 +1663,7 @@ static void fault_case(int how)
         OK(cuMemHostUnregister(reg));
         dst = DP(reg);
         break;
-    case F_WRAP: n = 64; src = (CUdeviceptr)0 - 32; break;
+    case F_WRAP: dst = b + 8; n = (size_t)0 - 8; break; /* dst + n wraps around to b */
     }
     kp_add(p, dst, src, n);
     kp_add(p, DP(ph), a, 256);
@@ -1665,6 +1674,13 @@ static void fault_case(int how)
     ck_assert(all(HP(b), 256, 0) && all(ph, 256, 0));
     ck_assert_int_eq(cuCtxSynchronize(), CUDA_ERROR_ILLEGAL_ADDRESS);
     OK(cuCtxDestroy_v2(c));
+    char buf[8192], want[256];
+    ssize_t got = read(logfd, buf, sizeof buf - 1);
+    ck_assert_int_gt(got, 0);
+    buf[got] = 0;
+    snprintf(want, sizeof want, "KERNEL_FAULT ptr=%p n=%zu kernel=cubatch_copy_kernel_40 index=1 %s\n",
+             HP(strstr(fault_why[how], "dst") ? dst : src), n, fault_why[how]);
+    ck_assert_msg(strstr(buf, want) != NULL, "case %d, log:\n%s\nwant: %s", how, buf, want);
     free(pg);
     free(reg);
     free(p);
@@ -1672,9 +1688,15 @@ static void fault_case(int how)
 
 START_TEST(kernel_fault_kinds)
 {
+    char path[] = "/tmp/cusim-kfaultXXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    setenv("CUSIM_LOG", path, 1);
     setup();
     for (int how = 0; how < F_NCASES; how++)
-        fault_case(how);
+        fault_case(how, fd);
+    close(fd);
+    unlink(path);
     ck_assert_uint_eq(cusim_errors(), F_NCASES);
     ck_assert_uint_eq(cusim_kernel_copies(), 0);
     OK(cuCtxSynchronize()); /* the primary context never faulted */
