@@ -1889,7 +1889,7 @@ static CUresult launch_op(struct call *c, CUfunction hf, unsigned gx, unsigned g
         return CUDA_ERROR_INVALID_HANDLE;
     if (gx == 0 || gx > 2147483647u || gy != 1 || gz != 1 || bx == 0 || bx > 1024 || by != 1 || bz != 1)
         return CUDA_ERROR_INVALID_VALUE;
-    if (smem != 0 || !params || !kp || extra)
+    if (smem != 0 || !kp || extra) /* kp: kernelParams and kernelParams[0] */
         return CUDA_ERROR_INVALID_VALUE;
     if (count > f->cap || flags != 0)
         return CUDA_ERROR_INVALID_VALUE;
