@@ -21,6 +21,29 @@ static struct sim_ctx *ctx_list;
 static struct sim_ctx *primaries[MAX_DEVICES];
 static struct sim_capture *captures;
 
+/* Modules: any fatbin image loads as "cubatch's copy kernel" (its four entry points).  They
+ * are never freed (a handle stays recognisable after unload), only marked dead. */
+struct sim_module;
+struct sim_func {
+    struct sim_module *mod;
+    const char *name;
+    unsigned cap;                  /* descriptors the tier's parameter holds */
+};
+static const struct { const char *name; unsigned cap; } copy_kernels[] = {
+    { CB_KERNEL_NAME_40, CB_KTIER_1K },
+    { CB_KERNEL_NAME_168, CB_KTIER_4K },
+    { CB_KERNEL_NAME_680, CB_KTIER_16K },
+    { CB_KERNEL_NAME, CB_KPARAMS_MAX },
+};
+#define NKERNELS (sizeof copy_kernels / sizeof copy_kernels[0])
+struct sim_module {
+    struct sim_ctx *ctx;
+    int alive;
+    struct sim_func fn[NKERNELS];
+    struct sim_module *next;
+};
+static struct sim_module *modules;
+
 static __thread CUcontext tls_stack[64];
 static __thread int tls_n;
 struct ptds_ent { struct sim_ctx *ctx; struct sim_stream *s; };
@@ -74,6 +97,10 @@ static struct sim_ctx *ctx_new(int dev, unsigned flags, int primary)
 static void ctx_teardown(struct sim_ctx *c)
 {
     sim_run_ctx(c);
+    c->sticky = CUDA_SUCCESS; /* a new (or reset primary) context starts clean */
+    for (struct sim_module *m = modules; m; m = m->next)
+        if (m->ctx == c)
+            m->alive = 0; /* modules die with their context */
     for (struct sim_stream *s = c->streams; s; s = s->next) {
         if (s->alive && s->kind == ST_USER)
             sim_handle_del(s);
@@ -161,6 +188,8 @@ static int is_blocking(const struct sim_stream *s)
 static CUresult stream_use(struct sim_stream *s, int *capturing)
 {
     *capturing = 0;
+    if (s->ctx->sticky) /* a faulted context takes no more work */
+        return s->ctx->sticky;
     if (s->cap) {
         if (s->cap->status != CU_STREAM_CAPTURE_STATUS_ACTIVE)
             return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
@@ -202,6 +231,17 @@ static CUresult ctx_capture_check(struct sim_ctx *c)
     return hit ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
 }
 
+static struct cb_kcopy *kcopy_dup(const void *src, size_t n)
+{
+    struct cb_kcopy *kc = malloc((n ? n : 1) * sizeof *kc);
+    if (!kc)
+        abort();
+    if (n)
+        memcpy(kc, src, n * sizeof *kc);
+    return kc;
+}
+
+/* Append a copy of op (a kernel op's descriptors are copied too: each graph owns its own). */
 static void graph_add(struct sim_graph *g, const struct gop *op)
 {
     if (g->nops == g->cap) {
@@ -212,7 +252,19 @@ static void graph_add(struct sim_graph *g, const struct gop *op)
         g->ops = no;
         g->cap = nc;
     }
-    g->ops[g->nops++] = *op;
+    g->ops[g->nops] = *op;
+    if (op->kind == GOP_KERNEL)
+        g->ops[g->nops].kc = kcopy_dup(op->kc, op->nkc);
+    g->nops++;
+}
+
+static void graph_free_ops(struct sim_graph *g)
+{
+    for (size_t i = 0; i < g->nops; i++)
+        free(g->ops[i].kc);
+    free(g->ops);
+    g->ops = NULL;
+    g->nops = g->cap = 0;
 }
 
 /* ------------------------------------------------------------------ pointer classification */
@@ -222,6 +274,14 @@ struct ptrinfo {
     struct sim_alloc *a;   /* NULL: pageable host memory */
     unsigned long long id;
 };
+
+/* The host address behind an alias device address of registered memory
+ * (CUSIM_REGISTERED_ALIAS); any other address unchanged. */
+static void *unalias(const void *p)
+{
+    char *h;
+    return sim_mem_find_alias(p, &h) ? h : (void *)(uintptr_t)p;
+}
 
 static CUresult classify(const void *p, size_t n, int side, struct ptrinfo *pi, const char *what)
 {
@@ -265,6 +325,8 @@ static CUresult copy_op(struct call *c, void *dst, const void *src, size_t n, CU
         return rc;
     if (n == 0)
         return CUDA_SUCCESS;
+    dst = unalias(dst);
+    src = unalias(src);
     if ((rc = classify(dst, n, dside, &di, "copy-dst")))
         return rc;
     if ((rc = classify(src, n, sside, &si, "copy-src")))
@@ -298,6 +360,7 @@ static CUresult copy_op(struct call *c, void *dst, const void *src, size_t n, CU
     if (sync || !di.a) {
         sim_run(id);
         sim_kv(c, "sync=1");
+        return s->ctx->sticky;
     }
     return CUDA_SUCCESS;
 }
@@ -311,6 +374,7 @@ static CUresult memset_op(struct call *c, CUdeviceptr d, unsigned val, int elsiz
     CUresult rc;
     void *dst = (void *)(uintptr_t)d;
     sim_kv(c, "dst=%p val=%u elsize=%d count=%zu", dst, val, elsize, count);
+    dst = unalias(dst);
     if ((rc = resolve_stream(h, ptsz, &s)))
         return rc;
     if (count == 0)
@@ -340,8 +404,10 @@ static CUresult memset_op(struct call *c, CUdeviceptr d, unsigned val, int elsiz
     nd->elsize = elsize;
     nd->dst_id = di.id;
     uint64_t id = sim_enqueue(s, nd);
-    if (sync)
+    if (sync) {
         sim_run(id);
+        return s->ctx->sticky;
+    }
     return CUDA_SUCCESS;
 }
 
@@ -469,8 +535,8 @@ static CUresult batch_op(struct call *c, CUdeviceptr *dsts, CUdeviceptr *srcs, s
         struct ptrinfo di, si;
         while (ai + 1 < numAttrs && attrsIdxs[ai + 1] <= i)
             ai++;
-        void *dst = P(dsts[i]);
-        const void *src = P(srcs[i]);
+        void *dst = unalias(P(dsts[i]));
+        const void *src = unalias(P(srcs[i]));
         if ((rc = classify(dst, sizes[i], SIDE_ANY, &di, "batch-dst")) ||
             (rc = classify(src, sizes[i], SIDE_ANY, &si, "batch-src"))) {
             for (size_t j = 0; j < i; j++)
@@ -662,7 +728,7 @@ CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevi
         case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: v = 1; break;
         case CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED: v = 1; break;
         case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: v = dev + 1; break;
-        case CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: v = 1; break;
+        case CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: v = !sim_cfg.registered_alias; break;
         case CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED: v = 1; break;
         case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: v = 5120; break;
         case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: v = 1980000; break;
@@ -1139,7 +1205,7 @@ static CUresult ctx_sync(struct sim_ctx *c)
     if (rc)
         return rc;
     sim_run_ctx(c);
-    return CUDA_SUCCESS;
+    return c->sticky;
 }
 
 CUresult CUDAAPI cuCtxSynchronize(void)
@@ -1302,8 +1368,15 @@ CUresult CUDAAPI cuMemHostRegister_v2(void *p, size_t n, unsigned int flags)
         if (sim_mem_find(p) || (a && (uintptr_t)a->base + a->size > (uintptr_t)p))
             rc = CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
     }
-    if (!rc && !sim_mem_add(p, n, MEM_REGISTERED, c, flags))
-        rc = CUDA_ERROR_OUT_OF_MEMORY;
+    if (!rc) {
+        struct sim_alloc *a = sim_mem_add(p, n, MEM_REGISTERED, c, flags);
+        if (!a)
+            rc = CUDA_ERROR_OUT_OF_MEMORY;
+        else
+            a->alias = sim_cfg.registered_alias;
+        if (a && a->alias)
+            KV("devptr=%p", (void *)sim_mem_devptr(a, p));
+    }
     END(rc);
 }
 
@@ -1337,7 +1410,7 @@ CUresult CUDAAPI cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsig
         if (!a || (a->kind != MEM_PINNED && a->kind != MEM_REGISTERED))
             rc = CUDA_ERROR_INVALID_VALUE;
         else
-            *pdptr = (CUdeviceptr)(uintptr_t)p;
+            *pdptr = (CUdeviceptr)sim_mem_devptr(a, p);
     }
     END(rc);
 }
@@ -1460,9 +1533,27 @@ static size_t attr_size(CUpointer_attribute a)
     }
 }
 
-/* 0 ok, else error; strict: HOST_POINTER of device memory is an error */
+/* The allocation holding ptr, a host address or an alias device address of registered
+ * memory (*via_alias = 1, *host = the host address). */
+static struct sim_alloc *attr_find(CUdeviceptr ptr, int *via_alias, char **host)
+{
+    struct sim_alloc *a = sim_mem_find(P(ptr));
+    *via_alias = 0;
+    *host = P(ptr);
+    if (!a && (a = sim_mem_find_alias(P(ptr), host)))
+        *via_alias = 1;
+    return a;
+}
+
+/* 0 ok, else error; strict: HOST_POINTER of device memory is an error.  ptr may be an alias
+ * device address of registered memory: then host addresses are its host side. */
 static CUresult attr_value(struct sim_alloc *a, CUpointer_attribute at, void *data, CUdeviceptr ptr, int strict)
 {
+    int via_alias;
+    char *host;
+    attr_find(ptr, &via_alias, &host);
+    uintptr_t dev = via_alias ? (uintptr_t)ptr : sim_mem_devptr(a, host);
+    uintptr_t shift = via_alias ? SIM_ALIAS_OFFSET : 0; /* ranges in the address space of ptr */
     union { CUcontext c; unsigned u; CUdeviceptr d; void *p; unsigned long long ull; int i; size_t z; } v;
     int devkind = a->kind == MEM_DEVICE || a->kind == MEM_MANAGED;
     size_t sz = attr_size(at);
@@ -1472,13 +1563,13 @@ static CUresult attr_value(struct sim_alloc *a, CUpointer_attribute at, void *da
     switch (at) {
     case CU_POINTER_ATTRIBUTE_CONTEXT: v.c = (CUcontext)a->ctx; break;
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: v.u = devkind ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST; break;
-    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: v.d = ptr; break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: v.d = (CUdeviceptr)dev; break;
     case CU_POINTER_ATTRIBUTE_HOST_POINTER:
         if (a->kind == MEM_DEVICE) {
             if (strict)
                 return CUDA_ERROR_INVALID_VALUE;
         } else {
-            v.p = P(ptr);
+            v.p = host;
         }
         break;
     case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS: v.u = 0; break;
@@ -1486,12 +1577,12 @@ static CUresult attr_value(struct sim_alloc *a, CUpointer_attribute at, void *da
     case CU_POINTER_ATTRIBUTE_IS_MANAGED: v.u = a->kind == MEM_MANAGED; break;
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: v.i = a->ctx ? a->ctx->dev : 0; break;
     case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: v.u = a->kind == MEM_DEVICE && !a->async; break;
-    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: v.d = (CUdeviceptr)(uintptr_t)a->base; break;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: v.d = (CUdeviceptr)((uintptr_t)a->base + shift); break;
     case CU_POINTER_ATTRIBUTE_RANGE_SIZE: v.z = a->size; break;
     case CU_POINTER_ATTRIBUTE_MAPPED: v.u = 1; break;
     case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS: v.u = CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE; break;
     case CU_POINTER_ATTRIBUTE_MAPPING_SIZE: v.z = a->size; break;
-    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR: v.p = a->base; break;
+    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR: v.p = (void *)((uintptr_t)a->base + shift); break;
     case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID: v.ull = a->buffer_id; break;
     default: break;
     }
@@ -1507,7 +1598,9 @@ CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute attribute
         END(CUDA_ERROR_NOT_INITIALIZED);
     if (!data)
         END(CUDA_ERROR_INVALID_VALUE);
-    struct sim_alloc *a = sim_mem_find(P(ptr));
+    int via_alias;
+    char *host;
+    struct sim_alloc *a = attr_find(ptr, &via_alias, &host);
     if (!a)
         END(CUDA_ERROR_INVALID_VALUE);
     END(attr_value(a, attribute, data, ptr, 1));
@@ -1521,7 +1614,9 @@ CUresult CUDAAPI cuPointerGetAttributes(unsigned int num, CUpointer_attribute *a
         END(CUDA_ERROR_NOT_INITIALIZED);
     if (!attributes || !data || num == 0)
         END(CUDA_ERROR_INVALID_VALUE);
-    struct sim_alloc *a = sim_mem_find(P(ptr));
+    int via_alias;
+    char *host;
+    struct sim_alloc *a = attr_find(ptr, &via_alias, &host);
     for (unsigned i = 0; i < num; i++) {
         size_t sz = attr_size(attributes[i]);
         if (!sz)
@@ -1644,7 +1739,7 @@ static CUresult stream_sync(CUstream h, int ptsz)
     if (s->kind == ST_LEGACY && (rc = ctx_capture_check(s->ctx)))
         return rc;
     sim_run(s->last);
-    return CUDA_SUCCESS;
+    return s->ctx->sticky;
 }
 CUresult CUDAAPI cuStreamSynchronize(CUstream h) { BEGIN_S("cuStreamSynchronize", h); END(stream_sync(h, 0)); }
 CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream h) { BEGIN_S("cuStreamSynchronize_ptsz", h); END(stream_sync(h, 1)); }
@@ -1689,23 +1784,142 @@ CUresult CUDAAPI cuStreamAddCallback(CUstream h, CUstreamCallback cb, void *ud, 
 CUresult CUDAAPI cuStreamAddCallback_ptsz(CUstream h, CUstreamCallback cb, void *ud, unsigned int flags)
 { BEGIN_S("cuStreamAddCallback_ptsz", h); END(flags ? CUDA_ERROR_INVALID_VALUE : host_op(&C_, h, 1, NULL, cb, ud)); }
 
-/* kernels cannot run here */
+/* ------------------------------------------------------------------ modules and the copy kernel */
+
+#define FATBIN_MAGIC 0xBA55ED50u
+
+/* Any image that starts with the fatbin magic is taken for cubatch's copy-kernel fatbin
+ * (its contents are not parsed): a module of the current context with the four tiers. */
+CUresult CUDAAPI cuModuleLoadData(CUmodule *module, const void *image)
+{
+    BEGIN("cuModuleLoadData");
+    struct sim_ctx *c;
+    uint32_t magic = 0;
+    CUresult rc = need_ctx(&c);
+    if (!rc && (!module || !image))
+        rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc) {
+        memcpy(&magic, image, sizeof magic);
+        if (magic != FATBIN_MAGIC)
+            rc = CUDA_ERROR_INVALID_IMAGE;
+    }
+    if (!rc) {
+        struct sim_module *m = calloc(1, sizeof *m);
+        if (!m)
+            abort();
+        m->ctx = c;
+        m->alive = 1;
+        for (size_t i = 0; i < NKERNELS; i++) {
+            m->fn[i] = (struct sim_func){ m, copy_kernels[i].name, copy_kernels[i].cap };
+            sim_handle_add(&m->fn[i], H_FUNC);
+        }
+        m->next = modules;
+        modules = m;
+        sim_handle_add(m, H_MODULE);
+        *module = (CUmodule)m;
+        KV("module=%p", (void *)m);
+    }
+    END(rc);
+}
+
+CUresult CUDAAPI cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
+{
+    BEGIN("cuModuleGetFunction");
+    KV("module=%p name=%s", (void *)hmod, name ? name : "(null)");
+    if (!inited)
+        END(CUDA_ERROR_NOT_INITIALIZED);
+    if (!sim_handle_ok(hmod, H_MODULE) || !((struct sim_module *)hmod)->alive)
+        END(CUDA_ERROR_INVALID_HANDLE);
+    if (!hfunc || !name)
+        END(CUDA_ERROR_INVALID_VALUE);
+    struct sim_module *m = (struct sim_module *)hmod;
+    for (size_t i = 0; i < NKERNELS; i++)
+        if (!strcmp(name, m->fn[i].name)) {
+            *hfunc = (CUfunction)&m->fn[i];
+            END(CUDA_SUCCESS);
+        }
+    END(CUDA_ERROR_NOT_FOUND);
+}
+
+CUresult CUDAAPI cuModuleUnload(CUmodule hmod)
+{
+    BEGIN("cuModuleUnload");
+    KV("module=%p", (void *)hmod);
+    if (!inited)
+        END(CUDA_ERROR_NOT_INITIALIZED);
+    if (!sim_handle_ok(hmod, H_MODULE) || !((struct sim_module *)hmod)->alive)
+        END(CUDA_ERROR_INVALID_HANDLE);
+    /* launches already enqueued hold their descriptors: they still run */
+    ((struct sim_module *)hmod)->alive = 0;
+    END(CUDA_SUCCESS);
+}
+
+/* cuLaunchKernel(_ptsz).  A function that is not one of cubatch's copy kernels cannot run
+ * here: CUDA_ERROR_NOT_SUPPORTED, as before.  A copy kernel is checked like a launch (plus
+ * the kernel's contract: 1-D grid and block, no dynamic shared memory, count <= capacity,
+ * flags 0), its descriptors are copied now (the real driver copies kernelParams at launch),
+ * and one node does the copies when it runs (kernel_access, run_kernel in core.c). */
+static CUresult launch_op(struct call *c, CUfunction hf, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                          unsigned by, unsigned bz, unsigned smem, CUstream h, void **params, void **extra,
+                          int ptsz)
+{
+    static const char *const orders[] = { "reverse", "forward", "shuffle" };
+    struct sim_stream *s;
+    int capturing;
+    CUresult rc;
+    if (!sim_handle_ok(hf, H_FUNC))
+        return CUDA_ERROR_NOT_SUPPORTED;
+    const struct sim_func *f = (const struct sim_func *)hf;
+    const unsigned char *kp = params ? params[0] : NULL;
+    uint32_t count = 0, flags = 0;
+    if (kp) { /* only the tier's CB_KPARAMS_BYTES(cap) bytes may be read: count, flags, count descriptors */
+        memcpy(&count, kp + offsetof(struct cb_kparams, count), sizeof count);
+        memcpy(&flags, kp + offsetof(struct cb_kparams, flags), sizeof flags);
+        sim_kv(c, "kernel=%s count=%u grid=%u block=%u order=%s", f->name, count, gx, bx, orders[sim_cfg.batch_order]);
+    } else {
+        sim_kv(c, "kernel=%s count=- grid=%u block=%u order=%s", f->name, gx, bx, orders[sim_cfg.batch_order]);
+    }
+    if (!inited)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!f->mod->alive)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if ((rc = resolve_stream(h, ptsz, &s)))
+        return rc;
+    if (s->ctx != f->mod->ctx) /* a function of another context */
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (gx == 0 || gx > 2147483647u || gy != 1 || gz != 1 || bx == 0 || bx > 1024 || by != 1 || bz != 1)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (smem != 0 || !kp || extra) /* kp: kernelParams and kernelParams[0] */
+        return CUDA_ERROR_INVALID_VALUE;
+    if (count > f->cap || flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = stream_use(s, &capturing)))
+        return rc;
+    const void *descs = kp + offsetof(struct cb_kparams, c);
+    if (capturing) {
+        struct gop g = { .kind = GOP_KERNEL, .kc = (struct cb_kcopy *)(uintptr_t)descs, .nkc = count, .kname = f->name };
+        graph_add(s->cap->graph, &g); /* copies the descriptors */
+        sim_kv(c, "captured=1");
+        return CUDA_SUCCESS;
+    }
+    struct node *nd = sim_node_new(N_KERNEL);
+    nd->kc = kcopy_dup(descs, count);
+    nd->nkc = count;
+    nd->kname = f->name;
+    nd->order = sim_cfg.batch_order;
+    sim_enqueue(s, nd);
+    return CUDA_SUCCESS;
+}
+
 CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
                                 unsigned int by, unsigned int bz, unsigned int smem, CUstream h, void **params,
                                 void **extra)
-{
-    (void)f; (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)smem; (void)params; (void)extra;
-    BEGIN_S("cuLaunchKernel", h);
-    END(CUDA_ERROR_NOT_SUPPORTED);
-}
+{ BEGIN_S("cuLaunchKernel", h); END(launch_op(&C_, f, gx, gy, gz, bx, by, bz, smem, h, params, extra, 0)); }
 CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
                                      unsigned int by, unsigned int bz, unsigned int smem, CUstream h, void **params,
                                      void **extra)
-{
-    (void)f; (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)smem; (void)params; (void)extra;
-    BEGIN_S("cuLaunchKernel_ptsz", h);
-    END(CUDA_ERROR_NOT_SUPPORTED);
-}
+{ BEGIN_S("cuLaunchKernel_ptsz", h); END(launch_op(&C_, f, gx, gy, gz, bx, by, bz, smem, h, params, extra, 1)); }
+/* kernels other than the copy kernel cannot run here */
 CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **params, void **extra)
 {
     (void)f; (void)params; (void)extra;
@@ -1824,7 +2038,7 @@ static CUresult event_sync(CUevent h)
     if (e->cap && e->cap->status == CU_STREAM_CAPTURE_STATUS_ACTIVE)
         return CUDA_ERROR_CAPTURED_EVENT;
     sim_run(e->node);
-    return CUDA_SUCCESS;
+    return e->ctx->sticky;
 }
 CUresult CUDAAPI cuEventSynchronize(CUevent h) { BEGIN("cuEventSynchronize"); KV("event=%p", (void *)h); END(event_sync(h)); }
 CUresult CUDAAPI cuEventQuery(CUevent h) { BEGIN("cuEventQuery"); KV("event=%p", (void *)h); END(event_sync(h)); }
@@ -1841,6 +2055,8 @@ static CUresult elapsed(float *ms, CUevent a, CUevent b)
         return CUDA_ERROR_INVALID_HANDLE;
     sim_run(((struct sim_event *)a)->node);
     sim_run(((struct sim_event *)b)->node);
+    if (((struct sim_event *)a)->ctx->sticky)
+        return ((struct sim_event *)a)->ctx->sticky;
     *ms = 0.0f;
     return CUDA_SUCCESS;
 }
@@ -1942,7 +2158,7 @@ static CUresult end_capture(CUstream h, int ptsz, CUgraph *pg)
             o->cap = NULL;
     *pg = NULL;
     if (k->status != CU_STREAM_CAPTURE_STATUS_ACTIVE) {
-        free(k->graph->ops);
+        graph_free_ops(k->graph);
         free(k->graph);
         k->graph = NULL;
         return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
@@ -2037,7 +2253,7 @@ CUresult CUDAAPI cuGraphDestroy(CUgraph h)
         END(CUDA_ERROR_INVALID_VALUE);
     struct sim_graph *g = (struct sim_graph *)h;
     sim_handle_del(g);
-    free(g->ops);
+    graph_free_ops(g);
     free(g);
     END(CUDA_SUCCESS);
 }
@@ -2049,13 +2265,8 @@ static CUresult instantiate(CUgraphExec *pe, CUgraph h)
     struct sim_graph *g = (struct sim_graph *)h, *x = calloc(1, sizeof *x);
     if (!x)
         abort();
-    if (g->nops) {
-        x->ops = malloc(g->nops * sizeof *x->ops);
-        if (!x->ops)
-            abort();
-        memcpy(x->ops, g->ops, g->nops * sizeof *x->ops);
-    }
-    x->nops = x->cap = g->nops;
+    for (size_t i = 0; i < g->nops; i++)
+        graph_add(x, &g->ops[i]);
     sim_handle_add(x, H_GEXEC);
     *pe = (CUgraphExec)x;
     return CUDA_SUCCESS;
@@ -2079,7 +2290,7 @@ CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec h)
         END(CUDA_ERROR_INVALID_VALUE);
     struct sim_graph *x = (struct sim_graph *)h;
     sim_handle_del(x);
-    free(x->ops);
+    graph_free_ops(x);
     free(x);
     END(CUDA_SUCCESS);
 }
@@ -2133,6 +2344,13 @@ static CUresult graph_launch(struct call *c, CUgraphExec h, CUstream hs, int pts
                 struct sim_alloc *a = sim_mem_find(g->dst);
                 nd->dst_id = a ? a->buffer_id : 0;
             }
+            break;
+        case GOP_KERNEL: /* checked (faults) and scrambled when it executes, as launched */
+            nd = sim_node_new(N_KERNEL);
+            nd->kc = kcopy_dup(g->kc, g->nkc);
+            nd->nkc = g->nkc;
+            nd->kname = g->kname;
+            nd->order = sim_cfg.batch_order;
             break;
         case GOP_HOST:
             nd = sim_node_new(N_HOST);

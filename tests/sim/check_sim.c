@@ -10,8 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include "copy_kernel.h"
 #include "cusim.h"
 
 #ifndef SIM_SRCDIR
@@ -37,6 +39,9 @@ CUresult cuGetProcAddress_4(const char *, void **, int, cuuint64_t) __asm__("cuG
 CUresult cuStreamBeginCapture_v2(CUstream, CUstreamCaptureMode);
 CUresult cuCtxCreate_v2(CUcontext *, unsigned int, CUdevice);
 CUresult cuMemsetD8Async_ptsz(CUdeviceptr, unsigned char, size_t, CUstream);
+CUresult cuLaunchKernel_ptsz(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,
+                             unsigned int, unsigned int, CUstream, void **, void **);
+CUresult cuStreamQuery_ptsz(CUstream);
 
 #define OK(x) ck_assert_int_eq((int)(x), CUDA_SUCCESS)
 #define DP(p) ((CUdeviceptr)(uintptr_t)(p))
@@ -994,6 +999,999 @@ START_TEST(env_log)
 }
 END_TEST
 
+/* ------------------------------------------------------------ the copy kernel */
+
+/* A fatbin header: magic 0xBA55ED50 (little-endian), version 1, header size 16. */
+static const unsigned char fatbin[16] = { 0x50, 0xED, 0x55, 0xBA, 0x01, 0x00, 0x10, 0x00 };
+static const char *const knames[4] = { CB_KERNEL_NAME_40, CB_KERNEL_NAME_168, CB_KERNEL_NAME_680, CB_KERNEL_NAME };
+static const unsigned kcaps[4] = { CB_KTIER_1K, CB_KTIER_4K, CB_KTIER_16K, CB_KPARAMS_MAX };
+enum { K40, K168, K680, KMAX };
+static CUfunction kfn[4];
+
+/* Load the module in the current context; kfn[] its four tiers. */
+static CUmodule kload(void)
+{
+    CUmodule m = NULL;
+    OK(cuModuleLoadData(&m, fatbin));
+    ck_assert_ptr_nonnull(m);
+    for (int i = 0; i < 4; i++) {
+        kfn[i] = NULL;
+        OK(cuModuleGetFunction(&kfn[i], m, knames[i]));
+        ck_assert_ptr_nonnull(kfn[i]);
+    }
+    return m;
+}
+
+static struct cb_kparams *kp_new(void)
+{
+    struct cb_kparams *p = calloc(1, sizeof *p);
+    ck_assert_ptr_nonnull(p);
+    return p;
+}
+
+static void kp_add(struct cb_kparams *p, CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+    p->c[p->count].dst = dst;
+    p->c[p->count].src = src;
+    p->c[p->count].bytes = n;
+    p->count++;
+}
+
+static CUresult klaunch(CUfunction f, const struct cb_kparams *p, CUstream s)
+{
+    void *args[1] = { (void *)(uintptr_t)p };
+    return cuLaunchKernel(f, 4, 1, 1, CB_KBLOCK_DEFAULT, 1, 1, 0, s, args, NULL);
+}
+
+static CUresult klaunch_ptsz(CUfunction f, const struct cb_kparams *p, CUstream s)
+{
+    void *args[1] = { (void *)(uintptr_t)p };
+    return cuLaunchKernel_ptsz(f, 4, 1, 1, CB_KBLOCK_DEFAULT, 1, 1, 0, s, args, NULL);
+}
+
+START_TEST(kernel_module_lifecycle)
+{
+    CUmodule m, m2, bad = NULL;
+    CUfunction f, f2;
+    CUstream s;
+    CUdeviceptr x, y;
+    struct cb_kparams *p = kp_new();
+    static const unsigned char elf[16] = { 0x7f, 'E', 'L', 'F', 2, 1, 1 };
+    static const unsigned char swapped[16] = { 0xBA, 0x55, 0xED, 0x50 };
+    setup();
+    /* loading needs a current context, both pointers, and a fatbin */
+    OK(cuCtxSetCurrent(NULL));
+    ck_assert_int_eq(cuModuleLoadData(&m, fatbin), CUDA_ERROR_INVALID_CONTEXT);
+    OK(cuCtxSetCurrent(ctx));
+    ck_assert_int_eq(cuModuleLoadData(NULL, fatbin), CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(cuModuleLoadData(&m, NULL), CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(cuModuleLoadData(&bad, elf), CUDA_ERROR_INVALID_IMAGE);
+    ck_assert_int_eq(cuModuleLoadData(&bad, swapped), CUDA_ERROR_INVALID_IMAGE);
+    ck_assert_ptr_null(bad);
+    m = kload();
+    /* the four tiers, distinct, the same handle when asked again */
+    for (int i = 0; i < 4; i++) {
+        for (int j = 0; j < i; j++)
+            ck_assert_ptr_ne(kfn[i], kfn[j]);
+        OK(cuModuleGetFunction(&f, m, knames[i]));
+        ck_assert_ptr_eq(f, kfn[i]);
+    }
+    f = (CUfunction)1;
+    ck_assert_int_eq(cuModuleGetFunction(&f, m, "cubatch_copy_kernel_41"), CUDA_ERROR_NOT_FOUND);
+    ck_assert_int_eq(cuModuleGetFunction(&f, m, "burn"), CUDA_ERROR_NOT_FOUND);
+    ck_assert_int_eq(cuModuleGetFunction(&f, m, NULL), CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(cuModuleGetFunction(NULL, m, CB_KERNEL_NAME), CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(cuModuleGetFunction(&f, (CUmodule)(uintptr_t)0x1234, CB_KERNEL_NAME), CUDA_ERROR_INVALID_HANDLE);
+    ck_assert_int_eq(cuModuleGetFunction(&f, NULL, CB_KERNEL_NAME), CUDA_ERROR_INVALID_HANDLE);
+    ck_assert_uint_eq(cusim_count("cuModuleLoadData"), 6);
+    /* a second module is independent */
+    OK(cuModuleLoadData(&m2, fatbin));
+    ck_assert_ptr_ne(m2, m);
+    OK(cuModuleGetFunction(&f2, m2, CB_KERNEL_NAME_40));
+    ck_assert_ptr_ne(f2, kfn[K40]);
+    /* a launch enqueued before the unload still runs */
+    OK(cuStreamCreate(&s, 0));
+    OK(cuMemAlloc_v2(&x, 64));
+    OK(cuMemAlloc_v2(&y, 64));
+    fill(HP(x), 64, 5);
+    kp_add(p, y, x, 64);
+    OK(klaunch(kfn[K40], p, s));
+    OK(cuModuleUnload(m));
+    ck_assert(all(HP(y), 64, 0));
+    OK(cuStreamSynchronize(s));
+    ck_assert_mem_eq(HP(y), HP(x), 64);
+    /* after the unload: the module and its functions are dead handles */
+    ck_assert_int_eq(cuModuleUnload(m), CUDA_ERROR_INVALID_HANDLE);
+    ck_assert_int_eq(cuModuleGetFunction(&f, m, CB_KERNEL_NAME), CUDA_ERROR_INVALID_HANDLE);
+    ck_assert_int_eq(klaunch(kfn[K40], p, s), CUDA_ERROR_INVALID_HANDLE);
+    ck_assert_uint_eq(cusim_pending(), 0);
+    OK(klaunch(f2, p, s)); /* the other module still works */
+    OK(cuModuleUnload(m2));
+    ck_assert_int_eq(cuModuleUnload(NULL), CUDA_ERROR_INVALID_HANDLE);
+    /* any other function still cannot be launched here */
+    ck_assert_int_eq(cuLaunchKernel((CUfunction)(uintptr_t)0x5678, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL),
+                     CUDA_ERROR_NOT_SUPPORTED);
+    ck_assert_int_eq(cuLaunchKernel_ptsz(NULL, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL), CUDA_ERROR_NOT_SUPPORTED);
+    OK(cuStreamSynchronize(s));
+    ck_assert_uint_eq(cusim_kernel_copies(), 2);
+    free(p);
+}
+END_TEST
+
+START_TEST(kernel_modules_die_with_context)
+{
+    CUcontext c2, cur;
+    CUmodule m, mp;
+    CUfunction f;
+    CUstream s2;
+    CUdeviceptr x;
+    struct cb_kparams *p = kp_new();
+    setup();
+    mp = kload(); /* primary context */
+    CUfunction fprim = kfn[K40];
+    OK(cuCtxCreate_v2(&c2, 0, 0));
+    OK(cuStreamCreate(&s2, 0));
+    OK(cuMemAlloc_v2(&x, 64));
+    kp_add(p, x, x + 32, 16);
+    /* a function of another context cannot be launched on this context's streams */
+    ck_assert_int_eq(klaunch(fprim, p, s2), CUDA_ERROR_INVALID_HANDLE);
+    m = kload();
+    OK(klaunch(kfn[K40], p, s2));
+    OK(cuCtxDestroy_v2(c2)); /* runs its work; its modules go with it */
+    ck_assert_uint_eq(cusim_kernel_copies(), 1);
+    ck_assert_int_eq(cuModuleGetFunction(&f, m, CB_KERNEL_NAME), CUDA_ERROR_INVALID_HANDLE);
+    ck_assert_int_eq(cuModuleUnload(m), CUDA_ERROR_INVALID_HANDLE);
+    OK(cuCtxGetCurrent(&cur));
+    ck_assert_ptr_eq(cur, ctx);
+    /* a primary context reset unloads too: the library must load again */
+    OK(cuModuleGetFunction(&f, mp, CB_KERNEL_NAME));
+    OK(cuDevicePrimaryCtxReset_v2(0));
+    OK(cuDevicePrimaryCtxRetain(&cur, 0));
+    ck_assert_ptr_eq(cur, ctx);
+    ck_assert_int_eq(cuModuleGetFunction(&f, mp, CB_KERNEL_NAME), CUDA_ERROR_INVALID_HANDLE);
+    ck_assert_int_eq(klaunch(fprim, p, NULL), CUDA_ERROR_INVALID_HANDLE);
+    kload();
+    free(p);
+}
+END_TEST
+
+START_TEST(kernel_launch_created_stream)
+{
+    CUstream s, b;
+    CUevent e;
+    CUdeviceptr x, y, z, m;
+    void *h, *back;
+    struct cb_kparams *p = kp_new();
+    setup();
+    kload();
+    OK(cuStreamCreate(&s, 0));
+    OK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
+    OK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+    OK(cuMemAlloc_v2(&x, 4096));
+    OK(cuMemAlloc_v2(&y, 4096));
+    OK(cuMemAlloc_v2(&z, 4096));
+    OK(cuMemAllocManaged(&m, 4096, CU_MEM_ATTACH_GLOBAL));
+    OK(cuMemAllocHost_v2(&h, 4096));
+    OK(cuMemAllocHost_v2(&back, 4096));
+    fill(h, 4096, 3);
+    /* HtoD, then the kernel reads what it wrote, then DtoH reads what the kernel wrote */
+    OK(cuMemcpyHtoDAsync_v2(x, h, 4096, s));
+    kp_add(p, y, x, 1000);                  /* device -> device */
+    kp_add(p, y + 1000, DP(h) + 1000, 3); /* pinned -> device, odd size and offset */
+    kp_add(p, m + 7, x + 1003, 3089);       /* device -> managed, unaligned */
+    kp_add(p, DP(0xdead), DP(0xbeef), 0);    /* 0 bytes: a no-op, touches nothing */
+    OK(klaunch(kfn[K40], p, s));
+    OK(cuMemcpyDtoHAsync_v2(back, y, 1003, s));
+    OK(cuEventRecord(e, s));
+    OK(cuStreamWaitEvent(b, e, 0));
+    OK(cuMemcpyDtoDAsync_v2(z, m + 7, 3089, b)); /* after the kernel, through the event */
+    ck_assert_uint_eq(cusim_pending(), 6);
+    ck_assert(all(HP(y), 4096, 0) && all(back, 4096, 0));
+    ck_assert_uint_eq(cusim_kernel_copies(), 0);
+    OK(cuStreamSynchronize(b));
+    ck_assert_uint_eq(cusim_pending(), 0);
+    ck_assert_mem_eq(HP(y), h, 1003);
+    ck_assert_mem_eq(back, h, 1003);
+    ck_assert(all(HP(m), 7, 0));
+    ck_assert_mem_eq(HP(m + 7), (char *)h + 1003, 3089);
+    ck_assert_mem_eq(HP(z), (char *)h + 1003, 3089);
+    ck_assert_uint_eq(cusim_kernel_copies(), 4);
+    ck_assert_uint_eq(cusim_count("cuLaunchKernel"), 1);
+    /* device -> pinned */
+    p->count = 0;
+    kp_add(p, DP(back) + 2048, x, 2048);
+    OK(klaunch(kfn[KMAX], p, s));
+    OK(cuStreamQuery(s));
+    ck_assert_mem_eq((char *)back + 2048, h, 2048);
+    ck_assert_uint_eq(cusim_errors(), 0);
+    free(p);
+}
+END_TEST
+
+START_TEST(kernel_launch_legacy_per_thread_nonblocking)
+{
+    CUstream a, nb;
+    CUdeviceptr x, y;
+    struct cb_kparams *p = kp_new();
+    setup();
+    kload();
+    OK(cuStreamCreate(&a, 0));
+    OK(cuStreamCreate(&nb, CU_STREAM_NON_BLOCKING));
+    OK(cuMemAlloc_v2(&x, 256));
+    OK(cuMemAlloc_v2(&y, 256));
+    kp_add(p, y, x, 256);
+    /* legacy (NULL through the plain entry): after the blocking stream's earlier work */
+    OK(cuMemsetD8Async(x, 0x11, 256, a));
+    OK(klaunch(kfn[K168], p, NULL));
+    OK(cuStreamSynchronize_ptsz(NULL)); /* not the per-thread stream's work */
+    ck_assert_uint_eq(cusim_pending(), 2);
+    OK(cuStreamSynchronize(CU_STREAM_LEGACY));
+    ck_assert(all(HP(y), 256, 0x11));
+    /* CU_STREAM_LEGACY, before a blocking stream's later work */
+    OK(klaunch(kfn[K168], p, CU_STREAM_LEGACY));
+    OK(cuMemsetD8Async(x, 0x12, 256, a));
+    OK(cuStreamSynchronize(a));
+    ck_assert(all(HP(y), 256, 0x11) && all(HP(x), 256, 0x12));
+    /* ... but not after a non-blocking stream's */
+    memset(HP(x), 0x33, 256);
+    OK(cuMemsetD8Async(x, 0x22, 256, nb));
+    OK(klaunch(kfn[K168], p, NULL));
+    OK(cuStreamSynchronize(NULL));
+    ck_assert(all(HP(y), 256, 0x33));
+    ck_assert_uint_eq(cusim_pending(), 1);
+    OK(cuStreamSynchronize(nb));
+    /* per-thread: NULL through _ptsz, or CU_STREAM_PER_THREAD; blocking (waits for legacy) */
+    OK(cuMemsetD8Async(x, 0x44, 256, NULL));
+    OK(klaunch_ptsz(kfn[K168], p, NULL));
+    OK(cuStreamSynchronize(nb));
+    ck_assert_uint_eq(cusim_pending(), 2);
+    OK(cuStreamSynchronize_ptsz(NULL));
+    ck_assert(all(HP(y), 256, 0x44));
+    OK(cuMemsetD8Async(x, 0x45, 256, NULL));
+    OK(klaunch(kfn[K168], p, CU_STREAM_PER_THREAD));
+    OK(cuStreamQuery_ptsz(NULL));
+    ck_assert(all(HP(y), 256, 0x45));
+    /* a non-blocking stream's launch does not wait for legacy work */
+    memset(HP(x), 0x66, 256);
+    OK(cuMemsetD8Async(x, 0x55, 256, NULL));
+    OK(klaunch(kfn[K168], p, nb));
+    OK(cuStreamSynchronize(nb));
+    ck_assert(all(HP(y), 256, 0x66));
+    ck_assert_uint_eq(cusim_pending(), 1);
+    OK(cuCtxSynchronize());
+    ck_assert(all(HP(x), 256, 0x55));
+    ck_assert_uint_eq(cusim_count("cuLaunchKernel"), 5);
+    ck_assert_uint_eq(cusim_count("cuLaunchKernel_ptsz"), 1);
+    free(p);
+}
+END_TEST
+
+/* 16 one-byte copies into the same byte: which one lands last shows the order. */
+static unsigned char kernel_order_once(void)
+{
+    CUstream s;
+    CUdeviceptr d;
+    unsigned char *h;
+    struct cb_kparams *p = kp_new();
+    OK(cuStreamCreate(&s, 0));
+    OK(cuMemAlloc_v2(&d, 1));
+    OK(cuMemAllocHost_v2((void **)&h, 16));
+    for (int i = 0; i < 16; i++) {
+        h[i] = (unsigned char)i;
+        kp_add(p, d, DP(h + i), 1);
+    }
+    OK(klaunch(kfn[K40], p, s));
+    OK(cuStreamSynchronize(s));
+    free(p);
+    return *(unsigned char *)HP(d);
+}
+
+START_TEST(kernel_scrambled_order)
+{
+    CUstream s;
+    CUdeviceptr x, y;
+    void *h;
+    struct cb_kparams *p = kp_new();
+    setup();
+    kload();
+    ck_assert_int_eq(kernel_order_once(), 0); /* reverse (default): descriptor 0 lands last */
+    /* a read-after-write inside one launch (what the hazard check must prevent) goes wrong */
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    OK(cuMemAlloc_v2(&x, 256));
+    OK(cuMemAlloc_v2(&y, 256));
+    OK(cuMemAllocHost_v2(&h, 256));
+    fill(h, 256, 1);
+    kp_add(p, x, DP(h), 256);
+    kp_add(p, y, x, 256);
+    OK(klaunch(kfn[K40], p, s));
+    OK(cuStreamSynchronize(s));
+    ck_assert_mem_eq(HP(x), h, 256);
+    ck_assert(all(HP(y), 256, 0));
+    setenv("CUSIM_BATCH_ORDER", "forward", 1);
+    cusim_reset_counts();
+    ck_assert_int_eq(kernel_order_once(), 15);
+    setenv("CUSIM_BATCH_ORDER", "shuffle", 1);
+    setenv("CUSIM_SEED", "7", 1);
+    cusim_reset_counts();
+    unsigned char a = kernel_order_once(), b = kernel_order_once(), c = kernel_order_once();
+    ck_assert(a != 0 || b != 0 || c != 0);
+    ck_assert(a != 15 || b != 15 || c != 15);
+    cusim_reset_counts(); /* same seed again: same sequence */
+    ck_assert_int_eq(kernel_order_once(), a);
+    ck_assert_int_eq(kernel_order_once(), b);
+    ck_assert_int_eq(kernel_order_once(), c);
+    setenv("CUSIM_SEED", "8", 1);
+    cusim_reset_counts();
+    unsigned char a8 = kernel_order_once(), b8 = kernel_order_once(), c8 = kernel_order_once();
+    ck_assert(a8 != a || b8 != b || c8 != c);
+    free(p);
+}
+END_TEST
+
+START_TEST(kernel_tier_capacity)
+{
+    CUstream s;
+    CUdeviceptr d;
+    void *h;
+    struct cb_kparams *p = kp_new();
+    setup();
+    kload();
+    OK(cuStreamCreate(&s, 0));
+    OK(cuMemAlloc_v2(&d, CB_KPARAMS_MAX + 1));
+    OK(cuMemAllocHost_v2(&h, CB_KPARAMS_MAX + 1));
+    fill(h, CB_KPARAMS_MAX + 1, 9);
+    for (unsigned i = 0; i < CB_KPARAMS_MAX; i++) /* descriptor i: byte i */
+        kp_add(p, d + i, DP(h) + i, 1);
+    unsigned long copies = 0;
+    for (int t = 0; t < 4; t++) {
+        OK(cuStreamSynchronize(s));
+        memset(HP(d), 0, CB_KPARAMS_MAX + 1);
+        /* one more than the tier holds: refused (the last tier: count says 1361) */
+        p->count = kcaps[t] + 1;
+        ck_assert_int_eq(klaunch(kfn[t], p, s), CUDA_ERROR_INVALID_VALUE);
+        ck_assert_uint_eq(cusim_pending(), 0);
+        /* exactly full: every descriptor runs */
+        p->count = kcaps[t];
+        OK(klaunch(kfn[t], p, s));
+        OK(cuStreamSynchronize(s));
+        copies += kcaps[t];
+        ck_assert_uint_eq(cusim_kernel_copies(), copies);
+        ck_assert_mem_eq(HP(d), h, kcaps[t]);
+        ck_assert(all((char *)HP(d) + kcaps[t], CB_KPARAMS_MAX + 1 - kcaps[t], 0));
+        /* a smaller count goes to any tier whose capacity is >= count */
+        p->count = 3;
+        OK(klaunch(kfn[t], p, s));
+        copies += 3;
+    }
+    p->count = 0; /* nothing to copy: accepted */
+    OK(klaunch(kfn[KMAX], p, s));
+    OK(cuStreamSynchronize(s));
+    ck_assert_uint_eq(cusim_kernel_copies(), copies);
+    free(p);
+}
+END_TEST
+
+START_TEST(kernel_launch_validation)
+{
+    CUstream s, dead;
+    CUdeviceptr x, y;
+    struct cb_kparams *p = kp_new();
+    void *args[1] = { p }, *nullarg[1] = { NULL }, *extra[1] = { NULL };
+    setup();
+    kload();
+    CUfunction f = kfn[K40];
+    OK(cuStreamCreate(&s, 0));
+    OK(cuStreamCreate(&dead, 0));
+    OK(cuStreamDestroy_v2(dead));
+    OK(cuMemAlloc_v2(&x, 64));
+    OK(cuMemAlloc_v2(&y, 64));
+    fill(HP(x), 64, 2);
+    kp_add(p, y, x, 64);
+#define LREJ(code, gx, gy, gz, bx, by, bz, sm, st, pa, ex) \
+    ck_assert_int_eq(cuLaunchKernel(f, gx, gy, gz, bx, by, bz, sm, st, pa, ex), code)
+    LREJ(CUDA_ERROR_INVALID_VALUE, 0, 1, 1, 256, 1, 1, 0, s, args, NULL);          /* empty grid */
+    LREJ(CUDA_ERROR_INVALID_VALUE, 0x80000000u, 1, 1, 256, 1, 1, 0, s, args, NULL); /* grid x > 2^31-1 */
+    LREJ(CUDA_ERROR_INVALID_VALUE, 1, 0, 1, 256, 1, 1, 0, s, args, NULL);
+    LREJ(CUDA_ERROR_INVALID_VALUE, 1, 2, 1, 256, 1, 1, 0, s, args, NULL);          /* the kernel is 1-D */
+    LREJ(CUDA_ERROR_INVALID_VALUE, 1, 1, 2, 256, 1, 1, 0, s, args, NULL);
+    LREJ(CUDA_ERROR_INVALID_VALUE, 1, 1, 1, 0, 1, 1, 0, s, args, NULL);            /* empty block */
+    LREJ(CUDA_ERROR_INVALID_VALUE, 1, 1, 1, 1025, 1, 1, 0, s, args, NULL);         /* > 1024 threads */
+    LREJ(CUDA_ERROR_INVALID_VALUE, 1, 1, 1, 256, 2, 1, 0, s, args, NULL);
+    LREJ(CUDA_ERROR_INVALID_VALUE, 1, 1, 1, 256, 1, 2, 0, s, args, NULL);
+    LREJ(CUDA_ERROR_INVALID_VALUE, 1, 1, 1, 256, 1, 0, 0, s, args, NULL);
+    LREJ(CUDA_ERROR_INVALID_VALUE, 1, 1, 1, 256, 1, 1, 16, s, args, NULL);         /* dynamic shared memory */
+    LREJ(CUDA_ERROR_INVALID_VALUE, 1, 1, 1, 256, 1, 1, 0, s, NULL, NULL);          /* no kernelParams */
+    LREJ(CUDA_ERROR_INVALID_VALUE, 1, 1, 1, 256, 1, 1, 0, s, nullarg, NULL);       /* kernelParams[0] NULL */
+    LREJ(CUDA_ERROR_INVALID_VALUE, 1, 1, 1, 256, 1, 1, 0, s, args, extra);         /* extra */
+    LREJ(CUDA_ERROR_INVALID_VALUE, 1, 1, 1, 256, 1, 1, 0, s, NULL, extra);
+    p->flags = 1; /* reserved: 0 */
+    LREJ(CUDA_ERROR_INVALID_VALUE, 1, 1, 1, 256, 1, 1, 0, s, args, NULL);
+    p->flags = 0;
+    LREJ(CUDA_ERROR_INVALID_HANDLE, 1, 1, 1, 256, 1, 1, 0, dead, args, NULL);
+    LREJ(CUDA_ERROR_INVALID_HANDLE, 1, 1, 1, 256, 1, 1, 0, (CUstream)(uintptr_t)0x1234, args, NULL);
+    OK(cuCtxSetCurrent(NULL));
+    LREJ(CUDA_ERROR_INVALID_CONTEXT, 1, 1, 1, 256, 1, 1, 0, NULL, args, NULL);
+    OK(cuCtxSetCurrent(ctx));
+    ck_assert_int_eq(cuLaunchKernel_ptsz(f, 0, 1, 1, 256, 1, 1, 0, NULL, args, NULL), CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(cuLaunchKernel_ptsz(f, 1, 1, 1, 2048, 1, 1, 0, s, args, NULL), CUDA_ERROR_INVALID_VALUE);
+#undef LREJ
+    ck_assert_uint_eq(cusim_pending(), 0);
+    ck_assert(all(HP(y), 64, 0));
+    /* the limits themselves are fine */
+    OK(cuLaunchKernel(f, 2147483647u, 1, 1, 1024, 1, 1, 0, s, args, NULL));
+    OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, args, NULL));
+    OK(cuStreamSynchronize(s));
+    ck_assert_mem_eq(HP(y), HP(x), 64);
+    ck_assert_uint_eq(cusim_kernel_copies(), 2);
+    free(p);
+}
+END_TEST
+
+START_TEST(kernel_params_copied_at_launch)
+{
+    CUstream s;
+    CUdeviceptr x, y, z;
+    struct cb_kparams *p = kp_new();
+    setup();
+    kload();
+    OK(cuStreamCreate(&s, 0));
+    OK(cuMemAlloc_v2(&x, 256));
+    OK(cuMemAlloc_v2(&y, 256));
+    OK(cuMemAlloc_v2(&z, 256));
+    fill(HP(x), 256, 4);
+    kp_add(p, y, x, 100);
+    kp_add(p, y + 100, x + 100, 156);
+    OK(klaunch(kfn[K40], p, s));
+    /* the library reuses its parameter block at once */
+    memset(p, 0, sizeof *p);
+    kp_add(p, z, x, 8);
+    memset(p->c + 1, 0xff, 2 * sizeof p->c[0]);
+    OK(cuStreamSynchronize(s));
+    ck_assert_mem_eq(HP(y), HP(x), 256);
+    ck_assert(all(HP(z), 256, 0));
+    ck_assert_uint_eq(cusim_kernel_copies(), 2);
+    ck_assert_uint_eq(cusim_errors(), 0);
+    free(p);
+}
+END_TEST
+
+START_TEST(kernel_reads_only_tier_bytes)
+{
+    CUstream s;
+    CUdeviceptr x, y;
+    long pg = sysconf(_SC_PAGESIZE);
+    setup();
+    kload();
+    OK(cuStreamCreate(&s, 0));
+    OK(cuMemAlloc_v2(&x, 64));
+    OK(cuMemAlloc_v2(&y, 64));
+    fill(HP(x), 64, 6);
+    /* each tier's parameter block ends right before inaccessible pages (more than a
+     * struct cb_kparams of them) */
+    size_t guard = ((sizeof(struct cb_kparams) + (size_t)pg - 1) / (size_t)pg + 1) * (size_t)pg;
+    char *map = mmap(NULL, (size_t)pg * 9 + guard, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert(map != MAP_FAILED);
+    ck_assert_int_eq(mprotect(map + 9 * pg, guard, PROT_NONE), 0);
+    for (int t = 0; t < 4; t++) {
+        size_t bytes = CB_KPARAMS_BYTES(kcaps[t]);
+        struct cb_kparams *p = (struct cb_kparams *)(void *)(map + 9 * pg - bytes);
+        ck_assert_int_eq((int)((uintptr_t)p % 8), 0);
+        memset(p, 0, bytes);
+        for (unsigned i = 0; i < kcaps[t]; i++)
+            kp_add(p, y + (i % 64), x + (i % 64), 1);
+        OK(klaunch(kfn[t], p, s));
+    }
+    OK(cuStreamSynchronize(s));
+    ck_assert_mem_eq(HP(y), HP(x), 64);
+    munmap(map, (size_t)pg * 9 + guard);
+}
+END_TEST
+
+START_TEST(kernel_reachable_memory)
+{
+    CUstream s;
+    CUdeviceptr d, m;
+    void *ph, *pha, *reg = aligned_alloc(4096, 8192);
+    struct cb_kparams *p = kp_new();
+    setup();
+    kload();
+    OK(cuStreamCreate(&s, 0));
+    OK(cuMemAlloc_v2(&d, 1024));
+    OK(cuMemAllocManaged(&m, 1024, CU_MEM_ATTACH_GLOBAL));
+    OK(cuMemAllocHost_v2(&ph, 1024));
+    OK(cuMemHostAlloc(&pha, 1024, CU_MEMHOSTALLOC_PORTABLE));
+    OK(cuMemHostRegister_v2(reg, 8192, 0));
+    fill(ph, 1024, 1);
+    /* whole ranges, up to the last byte of each allocation */
+    kp_add(p, d, DP(ph), 1024);
+    kp_add(p, m + 1000, DP(ph), 24);
+    kp_add(p, DP(pha) + 1, DP(ph) + 1, 1023);
+    kp_add(p, DP(reg) + 8192 - 512, DP(ph), 512);
+    kp_add(p, DP(reg), DP(ph), 1);
+    OK(klaunch(kfn[K40], p, s));
+    OK(cuStreamSynchronize(s));
+    ck_assert_uint_eq(cusim_errors(), 0);
+    ck_assert_mem_eq(HP(d), ph, 1024);
+    ck_assert_mem_eq(HP(m + 1000), ph, 24);
+    ck_assert_mem_eq((char *)pha + 1, (char *)ph + 1, 1023);
+    ck_assert_mem_eq((char *)reg + 8192 - 512, ph, 512);
+    ck_assert_uint_eq(cusim_kernel_copies(), 5);
+    OK(cuMemHostUnregister(reg));
+    free(reg);
+    free(p);
+}
+END_TEST
+
+static CUresult cb_status = (CUresult)-1;
+static void status_cb(CUstream h, CUresult st, void *ud)
+{
+    (void)h;
+    (void)ud;
+    cb_status = st;
+}
+static int host_ran;
+static void host_mark(void *ud)
+{
+    (void)ud;
+    host_ran++;
+}
+
+START_TEST(kernel_fault_sticky)
+{
+    CUstream s, o;
+    CUevent e;
+    CUdeviceptr x, y, z;
+    CUcontext c2;
+    unsigned char *pageable = malloc(64);
+    struct cb_kparams *p = kp_new();
+    setup();
+    kload();
+    OK(cuStreamCreate(&s, 0));
+    OK(cuStreamCreate(&o, CU_STREAM_NON_BLOCKING));
+    OK(cuEventCreate(&e, 0));
+    OK(cuMemAlloc_v2(&x, 64));
+    OK(cuMemAlloc_v2(&y, 64));
+    OK(cuMemAlloc_v2(&z, 64));
+    fill(HP(x), 64, 7);
+    fill(pageable, 64, 8);
+    kp_add(p, y, x, 64);               /* fine */
+    kp_add(p, z, DP(pageable), 64);    /* pageable source: an illegal address */
+    OK(klaunch(kfn[K40], p, s));      /* faults are asynchronous: the launch succeeds */
+    OK(cuMemsetD8Async(z, 0x5A, 64, s));
+    OK(cuStreamAddCallback(s, status_cb, NULL, 0));
+    OK(cuLaunchHostFunc(s, host_mark, NULL));
+    OK(cuEventRecord(e, s));
+    ck_assert_uint_eq(cusim_errors(), 0);
+    OK(cuStreamSynchronize(o)); /* does not run it */
+    ck_assert_int_eq(cuStreamSynchronize(s), CUDA_ERROR_ILLEGAL_ADDRESS);
+    ck_assert_uint_eq(cusim_errors(), 1);
+    /* no copy of the launch happened, and the context's later device work did not run */
+    ck_assert(all(HP(y), 64, 0) && all(HP(z), 64, 0));
+    ck_assert_uint_eq(cusim_kernel_copies(), 0);
+    ck_assert_int_eq(cb_status, CUDA_ERROR_ILLEGAL_ADDRESS);
+    ck_assert_int_eq(host_ran, 1);
+    /* sticky: every synchronizing call of the context, and new work, fail */
+    ck_assert_int_eq(cuStreamSynchronize(s), CUDA_ERROR_ILLEGAL_ADDRESS);
+    ck_assert_int_eq(cuStreamQuery(s), CUDA_ERROR_ILLEGAL_ADDRESS);
+    ck_assert_int_eq(cuStreamSynchronize(o), CUDA_ERROR_ILLEGAL_ADDRESS);
+    ck_assert_int_eq(cuStreamSynchronize(NULL), CUDA_ERROR_ILLEGAL_ADDRESS);
+    ck_assert_int_eq(cuStreamSynchronize_ptsz(NULL), CUDA_ERROR_ILLEGAL_ADDRESS);
+    ck_assert_int_eq(cuCtxSynchronize(), CUDA_ERROR_ILLEGAL_ADDRESS);
+    ck_assert_int_eq(cuCtxSynchronize_v2(ctx), CUDA_ERROR_ILLEGAL_ADDRESS);
+    ck_assert_int_eq(cuEventSynchronize(e), CUDA_ERROR_ILLEGAL_ADDRESS);
+    ck_assert_int_eq(cuEventQuery(e), CUDA_ERROR_ILLEGAL_ADDRESS);
+    ck_assert_int_eq(cuMemcpyDtoDAsync_v2(y, x, 64, o), CUDA_ERROR_ILLEGAL_ADDRESS);
+    ck_assert_int_eq(cuMemcpyDtoD_v2(y, x, 64), CUDA_ERROR_ILLEGAL_ADDRESS);
+    p->count = 1;
+    ck_assert_int_eq(klaunch(kfn[K40], p, o), CUDA_ERROR_ILLEGAL_ADDRESS);
+    ck_assert_uint_eq(cusim_pending(), 0);
+    ck_assert(all(HP(y), 64, 0));
+    ck_assert_uint_eq(cusim_errors(), 1);
+    /* another context is not affected */
+    OK(cuCtxCreate_v2(&c2, 0, 0));
+    OK(cuCtxSynchronize());
+    OK(cuStreamSynchronize(NULL));
+    OK(cuCtxDestroy_v2(c2));
+    /* a reset primary context starts clean */
+    OK(cuDevicePrimaryCtxReset_v2(0));
+    OK(cuDevicePrimaryCtxRetain(&c2, 0));
+    OK(cuCtxSynchronize());
+    OK(cuStreamSynchronize(NULL));
+    free(pageable);
+    free(p);
+}
+END_TEST
+
+enum { F_PAGEABLE_DST, F_PAGEABLE_SRC, F_FREED, F_FREED_HOST, F_PAST_END, F_BEFORE, F_SPANS_TWO, F_OTHER_CTX,
+       F_UNREGISTERED, F_WRAP, F_NCASES };
+
+static const char *const fault_why[F_NCASES] = {
+    "side=dst reason=unmapped", "side=src reason=unmapped", "side=src reason=freed", "side=dst reason=freed",
+    "side=dst reason=range", "side=src reason=unmapped", "side=dst reason=range", "side=dst reason=other-context",
+    "side=dst reason=unmapped", "side=dst reason=range",
+};
+
+/* In a fresh context: one launch whose descriptor 1 (of 3) is bad in way `how`; the log
+ * (fd) gets its KERNEL_FAULT line. */
+static void fault_case(int how, int logfd)
+{
+    CUcontext c, c2;
+    CUstream s;
+    CUdeviceptr a, b, other;
+    void *ph;
+    char *pg = malloc(256), *reg = aligned_alloc(4096, 4096);
+    struct cb_kparams *p = kp_new();
+    unsigned long err0 = cusim_errors();
+    OK(cuCtxCreate_v2(&c, 0, 0));
+    kload();
+    OK(cuStreamCreate(&s, 0));
+    OK(cuMemAlloc_v2(&a, 256));
+    OK(cuMemAlloc_v2(&b, 256));
+    OK(cuMemAllocHost_v2(&ph, 256));
+    fill(HP(a), 256, 1);
+    kp_add(p, b, a, 128);
+    CUdeviceptr dst = b + 128, src = a + 128;
+    size_t n = 128;
+    switch (how) {
+    case F_PAGEABLE_DST: dst = DP(pg); break;
+    case F_PAGEABLE_SRC: src = DP(pg); break;
+    case F_FREED: { /* freed device memory (quarantined) */
+        CUdeviceptr f;
+        OK(cuMemAlloc_v2(&f, 256));
+        OK(cuMemFree_v2(f));
+        src = f;
+        break;
+    }
+    case F_FREED_HOST: {
+        void *f;
+        OK(cuMemAllocHost_v2(&f, 256));
+        OK(cuMemFreeHost(f));
+        dst = DP(f);
+        break;
+    }
+    case F_PAST_END: dst = b + 129; break;      /* one byte past the allocation */
+    case F_BEFORE: src = DP(ph) - 1; break;       /* one byte before pinned memory */
+    case F_SPANS_TWO: n = 300; dst = b; src = DP(ph); break;
+    case F_OTHER_CTX:                             /* device memory of another context */
+        OK(cuCtxCreate_v2(&c2, 0, 0));
+        OK(cuMemAlloc_v2(&other, 256));
+        OK(cuCtxPopCurrent_v2(NULL));
+        dst = other;
+        break;
+    case F_UNREGISTERED:                          /* registered, then unregistered */
+        OK(cuMemHostRegister_v2(reg, 4096, 0));
+        OK(cuMemHostUnregister(reg));
+        dst = DP(reg);
+        break;
+    case F_WRAP: dst = b + 8; n = (size_t)0 - 8; break; /* dst + n wraps around to b */
+    }
+    kp_add(p, dst, src, n);
+    kp_add(p, DP(ph), a, 256);
+    OK(klaunch(kfn[K40], p, s));
+    ck_assert_uint_eq(cusim_errors(), err0);
+    ck_assert_msg(cuStreamSynchronize(s) == CUDA_ERROR_ILLEGAL_ADDRESS, "case %d: no fault", how);
+    ck_assert_uint_eq(cusim_errors(), err0 + 1);
+    ck_assert(all(HP(b), 256, 0) && all(ph, 256, 0));
+    ck_assert_int_eq(cuCtxSynchronize(), CUDA_ERROR_ILLEGAL_ADDRESS);
+    OK(cuCtxDestroy_v2(c));
+    char buf[8192], want[256];
+    ssize_t got = read(logfd, buf, sizeof buf - 1);
+    ck_assert_int_gt(got, 0);
+    buf[got] = 0;
+    snprintf(want, sizeof want, "KERNEL_FAULT ptr=%p n=%zu kernel=cubatch_copy_kernel_40 index=1 %s\n",
+             HP(strstr(fault_why[how], "dst") ? dst : src), n, fault_why[how]);
+    ck_assert_msg(strstr(buf, want) != NULL, "case %d, log:\n%s\nwant: %s", how, buf, want);
+    free(pg);
+    free(reg);
+    free(p);
+}
+
+START_TEST(kernel_fault_kinds)
+{
+    char path[] = "/tmp/cusim-kfaultXXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    setenv("CUSIM_LOG", path, 1);
+    setup();
+    for (int how = 0; how < F_NCASES; how++)
+        fault_case(how, fd);
+    close(fd);
+    unlink(path);
+    ck_assert_uint_eq(cusim_errors(), F_NCASES);
+    ck_assert_uint_eq(cusim_kernel_copies(), 0);
+    OK(cuCtxSynchronize()); /* the primary context never faulted */
+}
+END_TEST
+
+START_TEST(kernel_fault_at_execution_time)
+{
+    CUstream a, b;
+    CUdeviceptr d, x;
+    struct cb_kparams *p = kp_new();
+    setup();
+    kload();
+    OK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
+    OK(cuMemAlloc_v2(&x, 64));
+    /* memory valid at launch, freed (stream-ordered, unordered with the launch) before it runs */
+    OK(cuMemAllocAsync(&d, 64, b));
+    kp_add(p, d, x, 64);
+    OK(klaunch(kfn[K40], p, a));
+    OK(cuMemFreeAsync(d, b));
+    OK(cuStreamSynchronize(b));
+    ck_assert_uint_eq(cusim_errors(), 0);
+    ck_assert_int_eq(cuStreamSynchronize(a), CUDA_ERROR_ILLEGAL_ADDRESS);
+    ck_assert_uint_eq(cusim_errors(), 1);
+    free(p);
+}
+END_TEST
+
+START_TEST(kernel_registered_default)
+{
+    CUstream s;
+    CUdeviceptr d, dp;
+    void *ph;
+    char *reg = aligned_alloc(4096, 4096);
+    int can = -1;
+    struct cb_kparams *p = kp_new();
+    setup();
+    kload();
+    OK(cuDeviceGetAttribute(&can, CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM, 0));
+    ck_assert_int_eq(can, 1);
+    OK(cuStreamCreate(&s, 0));
+    OK(cuMemAlloc_v2(&d, 4096));
+    OK(cuMemAllocHost_v2(&ph, 64));
+    OK(cuMemHostRegister_v2(reg, 4096, 0));
+    OK(cuMemHostGetDevicePointer_v2(&dp, reg + 10, 0));
+    ck_assert(dp == DP(reg) + 10);
+    OK(cuPointerGetAttribute(&dp, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, DP(reg) + 5));
+    ck_assert(dp == DP(reg) + 5);
+    OK(cuPointerGetAttribute(&dp, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, DP(ph) + 3));
+    ck_assert(dp == DP(ph) + 3);
+    OK(cuMemHostGetDevicePointer_v2(&dp, ph, 0));
+    ck_assert(dp == DP(ph));
+    fill(reg, 4096, 3);
+    kp_add(p, d, DP(reg), 4096); /* the host address is the device address */
+    OK(klaunch(kfn[K40], p, s));
+    OK(cuStreamSynchronize(s));
+    ck_assert_mem_eq(HP(d), reg, 4096);
+    OK(cuMemHostUnregister(reg));
+    free(reg);
+    free(p);
+}
+END_TEST
+
+START_TEST(kernel_registered_alias)
+{
+    CUstream s;
+    CUdeviceptr d, dp, dp2, start;
+    CUcontext c2;
+    void *ph, *hp;
+    char *reg = aligned_alloc(4096, 4096);
+    int can = -1;
+    unsigned int type = 0;
+    struct cb_kparams *p = kp_new();
+    setenv("CUSIM_REGISTERED_ALIAS", "1", 1);
+    setup();
+    kload();
+    CUfunction fprim = kfn[K40];
+    OK(cuDeviceGetAttribute(&can, CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM, 0));
+    ck_assert_int_eq(can, 0);
+    OK(cuStreamCreate(&s, 0));
+    OK(cuMemAlloc_v2(&d, 4096));
+    OK(cuMemAllocHost_v2(&ph, 4096));
+    OK(cuMemHostRegister_v2(reg, 4096, 0));
+    /* the device address differs, and every query agrees on it */
+    OK(cuMemHostGetDevicePointer_v2(&dp, reg, 0));
+    ck_assert(dp != DP(reg));
+    OK(cuMemHostGetDevicePointer_v2(&dp2, reg + 100, 0));
+    ck_assert(dp2 == dp + 100);
+    OK(cuPointerGetAttribute(&dp2, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, DP(reg) + 7));
+    ck_assert(dp2 == dp + 7);
+    CUpointer_attribute at[2] = { CU_POINTER_ATTRIBUTE_DEVICE_POINTER, CU_POINTER_ATTRIBUTE_MEMORY_TYPE };
+    void *data[2] = { &dp2, &type };
+    OK(cuPointerGetAttributes(2, at, data, DP(reg)));
+    ck_assert(dp2 == dp);
+    ck_assert_uint_eq(type, CU_MEMORYTYPE_HOST);
+    /* asked through the device address: the same allocation, seen from the device side */
+    OK(cuPointerGetAttribute(&hp, CU_POINTER_ATTRIBUTE_HOST_POINTER, dp + 9));
+    ck_assert_ptr_eq(hp, reg + 9);
+    OK(cuPointerGetAttribute(&dp2, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, dp + 9));
+    ck_assert(dp2 == dp + 9);
+    OK(cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, dp + 9));
+    ck_assert(start == dp);
+    OK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, dp));
+    ck_assert_uint_eq(type, CU_MEMORYTYPE_HOST);
+    /* pinned memory keeps its own address */
+    OK(cuPointerGetAttribute(&dp2, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, DP(ph) + 1));
+    ck_assert(dp2 == DP(ph) + 1);
+    OK(cuMemHostGetDevicePointer_v2(&dp2, ph, 0));
+    ck_assert(dp2 == DP(ph));
+    /* the kernel reaches registered memory through the alias, pinned memory directly */
+    fill(reg, 4096, 5);
+    kp_add(p, d, dp, 2048);
+    kp_add(p, dp + 2048, DP(ph), 2048); /* writes land in the host memory */
+    OK(klaunch(kfn[K40], p, s));
+    OK(cuStreamSynchronize(s));
+    ck_assert_mem_eq(HP(d), reg, 2048);
+    ck_assert(all(reg + 2048, 2048, 0));
+    ck_assert_uint_eq(cusim_kernel_copies(), 2);
+    /* copies take the alias too */
+    OK(cuMemcpyAsync(d + 2048, dp + 100, 100, s));
+    OK(cuStreamSynchronize(s));
+    ck_assert_mem_eq(HP(d + 2048), reg + 100, 100);
+    ck_assert_uint_eq(cusim_errors(), 0);
+    /* the host address of registered memory faults (in a context of its own) */
+    char *reg2 = aligned_alloc(4096, 4096);
+    CUdeviceptr d2;
+    OK(cuCtxCreate_v2(&c2, 0, 0));
+    kload();
+    OK(cuMemAlloc_v2(&d2, 64));
+    OK(cuMemHostRegister_v2(reg2, 4096, 0));
+    p->count = 0;
+    kp_add(p, d2, DP(reg2), 64);
+    OK(klaunch(kfn[K40], p, NULL));
+    ck_assert_int_eq(cuCtxSynchronize(), CUDA_ERROR_ILLEGAL_ADDRESS);
+    ck_assert_uint_eq(cusim_errors(), 1);
+    OK(cuMemHostUnregister(reg2));
+    OK(cuCtxDestroy_v2(c2));
+    /* after the unregister, the alias faults */
+    OK(cuCtxCreate_v2(&c2, 0, 0));
+    kload();
+    OK(cuMemAlloc_v2(&d2, 64));
+    OK(cuMemHostRegister_v2(reg2, 4096, 0));
+    OK(cuMemHostGetDevicePointer_v2(&dp2, reg2, 0));
+    OK(cuMemHostUnregister(reg2));
+    p->count = 0;
+    kp_add(p, d2, dp2, 64);
+    OK(klaunch(kfn[K40], p, NULL));
+    ck_assert_int_eq(cuCtxSynchronize(), CUDA_ERROR_ILLEGAL_ADDRESS);
+    ck_assert_uint_eq(cusim_errors(), 2);
+    OK(cuCtxDestroy_v2(c2));
+    /* the alias past the end of the registration faults */
+    p->count = 0;
+    kp_add(p, d, dp + 4000, 97);
+    OK(klaunch(fprim, p, s));
+    ck_assert_int_eq(cuStreamSynchronize(s), CUDA_ERROR_ILLEGAL_ADDRESS);
+    ck_assert_uint_eq(cusim_errors(), 3);
+    OK(cuMemHostUnregister(reg));
+    free(reg);
+    free(reg2);
+    free(p);
+}
+END_TEST
+
+START_TEST(kernel_capture_replay)
+{
+    CUstream s;
+    CUdeviceptr x, y, f;
+    void *h;
+    CUgraph g;
+    CUgraphExec ge, ge2;
+    CUstreamCaptureStatus st;
+    struct cb_kparams *p = kp_new();
+    setup();
+    kload();
+    OK(cuStreamCreate(&s, 0));
+    OK(cuMemAlloc_v2(&x, 256));
+    OK(cuMemAlloc_v2(&y, 256));
+    OK(cuMemAllocHost_v2(&h, 256));
+    kp_add(p, x, DP(h), 256);
+    kp_add(p, y + 128, x, 128); /* read-after-write inside the launch: order shows */
+    kp_add(p, y, DP(h), 128);
+    OK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    OK(klaunch(kfn[K40], p, s));
+    memset(p, 0, sizeof *p); /* captured at the call */
+    OK(cuStreamIsCapturing(s, &st));
+    ck_assert_int_eq(st, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    OK(cuStreamEndCapture(s, &g));
+    ck_assert_uint_eq(cusim_pending(), 0);
+    ck_assert(all(HP(x), 256, 0) && all(HP(y), 256, 0));
+    OK(cuGraphInstantiateWithFlags(&ge, g, 0));
+    OK(cuGraphDestroy(g)); /* the executable graph keeps its own descriptors */
+    fill(h, 256, 20);
+    OK(cuGraphLaunch(ge, s));
+    ck_assert(all(HP(x), 256, 0));
+    OK(cuStreamSynchronize(s));
+    ck_assert_mem_eq(HP(x), h, 256);
+    ck_assert_mem_eq(HP(y), h, 128);
+    ck_assert(all(HP(y + 128), 128, 0)); /* reverse: descriptor 1 ran before descriptor 0 */
+    ck_assert_uint_eq(cusim_kernel_copies(), 3);
+    unsigned char old[128];
+    memcpy(old, HP(x), 128);
+    fill(h, 256, 40);
+    OK(cuGraphLaunch(ge, s));
+    OK(cuStreamSynchronize(s));
+    ck_assert_mem_eq(HP(x), h, 256);
+    ck_assert_mem_eq(HP(y + 128), old, 128); /* again the x of before the launch */
+    ck_assert_uint_eq(cusim_kernel_copies(), 6);
+    /* launching the graph into another capture copies the kernel op again */
+    OK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    OK(cuGraphLaunch(ge, s));
+    OK(cuStreamEndCapture(s, &g));
+    OK(cuGraphExecDestroy(ge));
+    OK(cuGraphInstantiateWithFlags(&ge2, g, 0));
+    OK(cuGraphDestroy(g));
+    fill(h, 256, 60);
+    OK(cuGraphLaunch(ge2, s));
+    OK(cuStreamSynchronize(s));
+    ck_assert_mem_eq(HP(x), h, 256);
+    ck_assert_uint_eq(cusim_kernel_copies(), 9);
+    /* legacy-stream launch while a blocking stream captures: invalidates it */
+    p->count = 0;
+    kp_add(p, y, x, 16);
+    OK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    ck_assert_int_eq(klaunch(kfn[K40], p, NULL), CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+    ck_assert_int_eq(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    /* a replay that touches memory freed since the capture faults when it runs */
+    OK(cuMemAlloc_v2(&f, 64));
+    p->count = 0;
+    kp_add(p, f, x, 64);
+    OK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    OK(klaunch(kfn[K40], p, s));
+    OK(cuStreamEndCapture(s, &g));
+    OK(cuGraphInstantiateWithFlags(&ge, g, 0));
+    OK(cuMemFree_v2(f));
+    OK(cuGraphLaunch(ge, s));
+    ck_assert_int_eq(cuStreamSynchronize(s), CUDA_ERROR_ILLEGAL_ADDRESS);
+    ck_assert_uint_eq(cusim_errors(), 1);
+    OK(cuGraphExecDestroy(ge2));
+    free(p);
+}
+END_TEST
+
+START_TEST(kernel_log_format)
+{
+    char path[] = "/tmp/cusim-klogXXXXXX", buf[16384], want[512];
+    int fd = mkstemp(path);
+    CUstream s;
+    CUdeviceptr x, y;
+    char *pageable = malloc(64);
+    struct cb_kparams *p = kp_new();
+    ck_assert_int_ge(fd, 0);
+    setenv("CUSIM_LOG", path, 1);
+    setenv("CUSIM_BATCH_ORDER", "shuffle", 1);
+    setup();
+    kload();
+    OK(cuStreamCreate(&s, 0));
+    OK(cuMemAlloc_v2(&x, 64));
+    OK(cuMemAlloc_v2(&y, 64));
+    kp_add(p, y, x, 64);
+    kp_add(p, x, y, 0);
+    void *args[1] = { p };
+    OK(cuLaunchKernel(kfn[K168], 3, 1, 1, 128, 1, 1, 0, s, args, NULL));
+    OK(cuLaunchKernel_ptsz(kfn[KMAX], 1, 1, 1, 64, 1, 1, 0, NULL, args, NULL));
+    ck_assert_int_eq(cuLaunchKernel(kfn[K40], 0, 1, 1, 64, 1, 1, 0, s, args, NULL), CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(cuLaunchKernel(NULL, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL), CUDA_ERROR_NOT_SUPPORTED);
+    p->count = 1;
+    p->c[0].src = DP(pageable);
+    OK(cuLaunchKernel(kfn[K40], 1, 1, 1, 256, 1, 1, 0, s, args, NULL));
+    ck_assert_int_eq(cuStreamSynchronize(s), CUDA_ERROR_ILLEGAL_ADDRESS);
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    ck_assert_int_gt(n, 0);
+    buf[n] = 0;
+    snprintf(want, sizeof want,
+             "cuLaunchKernel rc=0 stream=%p kernel=cubatch_copy_kernel_168 count=2 grid=3 block=128 order=shuffle\n",
+             (void *)s);
+    ck_assert_msg(strstr(buf, want) != NULL, "log:\n%s\nwant: %s", buf, want);
+    ck_assert_ptr_nonnull(strstr(buf, "cuLaunchKernel_ptsz rc=0 stream=0x0 kernel=cubatch_copy_kernel count=2 grid=1 "
+                                      "block=64 order=shuffle\n"));
+    ck_assert_ptr_nonnull(strstr(buf, "cuLaunchKernel rc=1 stream="));
+    ck_assert_ptr_nonnull(strstr(buf, "kernel=cubatch_copy_kernel_40 count=2 grid=0 block=64"));
+    snprintf(want, sizeof want, "cuLaunchKernel rc=801 stream=%p\n", (void *)s);
+    ck_assert_msg(strstr(buf, want) != NULL, "log:\n%s\nwant: %s", buf, want);
+    snprintf(want, sizeof want, "KERNEL_FAULT ptr=%p n=64 kernel=cubatch_copy_kernel_40 index=0 side=src", pageable);
+    ck_assert_msg(strstr(buf, want) != NULL, "log:\n%s\nwant: %s", buf, want);
+    ck_assert_ptr_nonnull(strstr(buf, "cuModuleLoadData rc=0 stream=- module="));
+    ck_assert_ptr_nonnull(strstr(buf, "cuModuleGetFunction rc=0 stream=- module="));
+    ck_assert_ptr_nonnull(strstr(buf, "cuStreamSynchronize rc=700 stream="));
+    close(fd);
+    unlink(path);
+    free(pageable);
+    free(p);
+}
+END_TEST
+
 static Suite *sim_suite(void)
 {
     Suite *s = suite_create("sim");
@@ -1026,13 +2024,34 @@ static Suite *sim_suite(void)
     tcase_add_test(t, env_fail);
     tcase_add_test(t, env_log);
     suite_add_tcase(s, t);
+    TCase *k = tcase_create("copy_kernel");
+    tcase_set_timeout(k, 60);
+    tcase_add_test(k, kernel_module_lifecycle);
+    tcase_add_test(k, kernel_modules_die_with_context);
+    tcase_add_test(k, kernel_launch_created_stream);
+    tcase_add_test(k, kernel_launch_legacy_per_thread_nonblocking);
+    tcase_add_test(k, kernel_scrambled_order);
+    tcase_add_test(k, kernel_tier_capacity);
+    tcase_add_test(k, kernel_launch_validation);
+    tcase_add_test(k, kernel_params_copied_at_launch);
+    tcase_add_test(k, kernel_reads_only_tier_bytes);
+    tcase_add_test(k, kernel_reachable_memory);
+    tcase_add_test(k, kernel_fault_sticky);
+    tcase_add_test(k, kernel_fault_kinds);
+    tcase_add_test(k, kernel_fault_at_execution_time);
+    tcase_add_test(k, kernel_registered_default);
+    tcase_add_test(k, kernel_registered_alias);
+    tcase_add_test(k, kernel_capture_replay);
+    tcase_add_test(k, kernel_log_format);
+    suite_add_tcase(s, k);
     return s;
 }
 
 int main(void)
 {
     static const char *const vars[] = { "CUSIM_BATCH_ORDER", "CUSIM_FAIL", "CUSIM_MISSING", "CUSIM_DRIVER_VERSION",
-                                        "CUSIM_DEVICES", "CUSIM_LOG", "CUSIM_SEED" };
+                                        "CUSIM_DEVICES", "CUSIM_LOG", "CUSIM_SEED",
+                                        "CUSIM_REGISTERED_ALIAS" };
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         unsetenv(vars[i]);
     SRunner *r = srunner_create(sim_suite());

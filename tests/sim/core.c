@@ -14,6 +14,7 @@ struct sim_config sim_cfg;
 pthread_mutex_t sim_mu = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t sim_cv = PTHREAD_COND_INITIALIZER;
 unsigned long sim_errors_n;
+unsigned long sim_kernel_copies_n;
 static int cfg_loaded;
 static unsigned long long id_counter;
 
@@ -91,6 +92,8 @@ static void load_config(void)
                 p++;
         }
     }
+    if ((e = getenv("CUSIM_REGISTERED_ALIAS")) && *e)
+        sim_cfg.registered_alias = atoi(e) != 0;
     if ((e = getenv("CUSIM_LOG")) && *e)
         sim_cfg.logfd = open(e, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     cfg_loaded = 1;
@@ -150,6 +153,7 @@ void cusim_reset_counts(void)
         free(c);
     }
     sim_errors_n = 0;
+    sim_kernel_copies_n = 0;
     load_config();
     pthread_mutex_unlock(&sim_mu);
 }
@@ -159,6 +163,15 @@ unsigned long cusim_errors(void)
     unsigned long n;
     pthread_mutex_lock(&sim_mu);
     n = sim_errors_n;
+    pthread_mutex_unlock(&sim_mu);
+    return n;
+}
+
+unsigned long cusim_kernel_copies(void)
+{
+    unsigned long n;
+    pthread_mutex_lock(&sim_mu);
+    n = sim_kernel_copies_n;
     pthread_mutex_unlock(&sim_mu);
     return n;
 }
@@ -369,6 +382,25 @@ int sim_mem_live_id(const void *p, size_t n, unsigned long long id)
     return a && a->buffer_id == id && (uintptr_t)p + n <= (uintptr_t)a->base + a->size;
 }
 
+struct sim_alloc *sim_mem_find_alias(const void *p, char **host)
+{
+    uintptr_t u = (uintptr_t)p;
+    struct sim_alloc *a;
+    if (u < SIM_ALIAS_OFFSET)
+        return NULL;
+    a = sim_mem_find((const void *)(u - SIM_ALIAS_OFFSET));
+    if (!a || !a->alias)
+        return NULL;
+    if (host)
+        *host = (char *)(u - SIM_ALIAS_OFFSET);
+    return a;
+}
+
+uintptr_t sim_mem_devptr(const struct sim_alloc *a, const void *p)
+{
+    return (uintptr_t)p + (a->alias ? SIM_ALIAS_OFFSET : 0);
+}
+
 int sim_mem_in_quarantine(const void *p, size_t n)
 {
     uintptr_t s = (uintptr_t)p, e = s + (n ? n : 1);
@@ -523,6 +555,7 @@ uint64_t sim_enqueue_ctx(struct sim_ctx *ctx, struct node *n)
 static void node_free(struct node *n)
 {
     free(n->deps);
+    free(n->kc);
     free(n->staged);
     if (n->ents) {
         for (size_t i = 0; i < n->nents; i++)
@@ -556,11 +589,106 @@ static unsigned long long rng_next(void)
     return x;
 }
 
+/* The order in which the cnt entries of a batch or copy-kernel launch execute. */
+static size_t *scrambled(size_t cnt, int order)
+{
+    size_t *perm = malloc((cnt ? cnt : 1) * sizeof *perm);
+    if (!perm)
+        abort();
+    for (size_t i = 0; i < cnt; i++)
+        perm[i] = order == ORDER_REVERSE ? cnt - 1 - i : i;
+    if (order == ORDER_SHUFFLE)
+        for (size_t i = cnt; i > 1; i--) {
+            size_t j = (size_t)(rng_next() % i), t = perm[i - 1];
+            perm[i - 1] = perm[j];
+            perm[j] = t;
+        }
+    return perm;
+}
+
+/* May a copy kernel running in ctx touch [addr, addr+n) (n > 0)?  NULL: yes, *host = where
+ * those bytes are in this process; else the reason of the illegal access.  Reachable: a live
+ * DEVICE allocation of ctx, any live MANAGED allocation, pinned host memory (its own address,
+ * UVA), registered host memory through its device address (the host address itself unless
+ * CUSIM_REGISTERED_ALIAS gave it an alias), each range wholly inside one allocation. */
+static const char *kernel_access(struct sim_ctx *ctx, uint64_t addr, uint64_t n, char **host)
+{
+    const void *p = (const void *)(uintptr_t)addr;
+    struct sim_alloc *a;
+    char *h;
+    if (addr + n < addr)
+        return "range";
+    if ((a = sim_mem_find_alias(p, &h))) {
+        if (addr + n > sim_mem_devptr(a, a->base) + a->size)
+            return "range";
+        *host = h;
+        return NULL;
+    }
+    a = sim_mem_find(p);
+    if (!a)
+        return sim_mem_in_quarantine(p, (size_t)n) ? "freed" : "unmapped";
+    if (addr + n > (uintptr_t)a->base + a->size)
+        return "range";
+    if (a->kind == MEM_DEVICE && a->ctx != ctx)
+        return "other-context";
+    if (a->kind == MEM_REGISTERED && a->alias)
+        return "registered-host-address";
+    *host = (char *)(uintptr_t)addr;
+    return NULL;
+}
+
+/* A copy-kernel launch: every descriptor is checked first; one illegal access and no copy
+ * of the launch happens, the fault is logged and counted, and the context gets the sticky
+ * CUDA_ERROR_ILLEGAL_ADDRESS. */
+static void run_kernel(struct node *n)
+{
+    size_t cnt = n->nkc;
+    char **hp = malloc((cnt ? cnt : 1) * 2 * sizeof *hp);
+    if (!hp)
+        abort();
+    for (size_t i = 0; i < cnt; i++) {
+        const struct cb_kcopy *k = &n->kc[i];
+        const char *why = NULL, *side = "dst";
+        uint64_t bad = k->dst;
+        hp[2 * i] = hp[2 * i + 1] = NULL;
+        if (k->bytes == 0)
+            continue;
+        if (!(why = kernel_access(n->ctx, k->dst, k->bytes, &hp[2 * i]))) {
+            side = "src";
+            bad = k->src;
+            why = kernel_access(n->ctx, k->src, k->bytes, &hp[2 * i + 1]);
+        }
+        if (why) {
+            sim_errors_n++;
+            sim_logline("KERNEL_FAULT ptr=%p n=%llu kernel=%s index=%zu side=%s reason=%s",
+                        (void *)(uintptr_t)bad, (unsigned long long)k->bytes, n->kname, i, side, why);
+            if (n->ctx)
+                n->ctx->sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
+            free(hp);
+            return;
+        }
+    }
+    size_t *perm = scrambled(cnt, n->order);
+    for (size_t k = 0; k < cnt; k++) {
+        size_t i = perm[k];
+        if (n->kc[i].bytes)
+            memmove(hp[2 * i], hp[2 * i + 1], (size_t)n->kc[i].bytes);
+    }
+    sim_kernel_copies_n += cnt;
+    free(perm);
+    free(hp);
+}
+
 /* Execute one node whose dependencies are all done.  Called with the lock held; host
  * functions and callbacks run with the lock released (the node is marked running). */
 static void execute(struct node *n)
 {
-    switch (n->kind) {
+    /* after a fault the context's device work no longer runs (host work does) */
+    CUresult sticky = n->ctx ? n->ctx->sticky : CUDA_SUCCESS;
+    int kind = sticky && (n->kind == N_COPY || n->kind == N_MEMSET || n->kind == N_BATCH || n->kind == N_KERNEL)
+                   ? N_NOP
+                   : n->kind;
+    switch (kind) {
     case N_COPY:
         do_copy("copy", n->dst, n->src, n->n, n->staged, n->dst_id, n->src_id);
         break;
@@ -580,17 +708,7 @@ static void execute(struct node *n)
         break;
     case N_BATCH: {
         size_t cnt = n->nents;
-        size_t *perm = malloc((cnt ? cnt : 1) * sizeof *perm);
-        if (!perm)
-            abort();
-        for (size_t i = 0; i < cnt; i++)
-            perm[i] = n->order == ORDER_REVERSE ? cnt - 1 - i : i;
-        if (n->order == ORDER_SHUFFLE)
-            for (size_t i = cnt; i > 1; i--) {
-                size_t j = (size_t)(rng_next() % i), t = perm[i - 1];
-                perm[i - 1] = perm[j];
-                perm[j] = t;
-            }
+        size_t *perm = scrambled(cnt, n->order);
         for (size_t k = 0; k < cnt; k++) {
             struct bentry *e = &n->ents[perm[k]];
             do_copy("batch", e->dst, e->src, e->n, e->staged, e->dst_id, e->src_id);
@@ -598,6 +716,9 @@ static void execute(struct node *n)
         free(perm);
         break;
     }
+    case N_KERNEL:
+        run_kernel(n);
+        break;
     case N_HOST:
     case N_CALLBACK:
         n->running = 1;
@@ -605,7 +726,7 @@ static void execute(struct node *n)
         if (n->kind == N_HOST)
             n->fn(n->ud);
         else
-            n->cb(n->handle, CUDA_SUCCESS, n->ud);
+            n->cb(n->handle, sticky, n->ud);
         pthread_mutex_lock(&sim_mu);
         break;
     case N_FREE: {

@@ -13,6 +13,9 @@ unsigned long cusim_count(const char *exported_name);
 void cusim_reset_counts(void);
 /* Misuse detected so far (use after free of device/pinned memory, ...). */
 unsigned long cusim_errors(void);
+/* Copies (descriptors) performed by copy-kernel launches (cubatch_copy_kernel*) so far;
+ * a faulting launch performs none. */
+unsigned long cusim_kernel_copies(void);
 /* Work nodes enqueued and not yet executed, all streams, all contexts. */
 unsigned long cusim_pending(void);
 

@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <uthash.h>
 
+#include "copy_kernel.h" /* struct cb_kcopy / cb_kparams: cubatch's copy kernel (src/) */
+
 /* ---- configuration (environment, read at first use and by cusim_reset_counts) ---- */
 enum { ORDER_REVERSE, ORDER_FORWARD, ORDER_SHUFFLE };
 struct fail_rule { char name[96]; unsigned long nth; int code; };
@@ -28,6 +30,7 @@ struct sim_config {
     struct fail_rule fail[64];
     int nfail;
     int logfd;
+    int registered_alias;          /* CUSIM_REGISTERED_ALIAS: registered memory gets another device address */
 };
 extern struct sim_config sim_cfg;
 
@@ -79,6 +82,7 @@ struct sim_ctx {
     int dev;
     unsigned flags;
     int alive;
+    CUresult sticky;               /* sticky error (a copy-kernel fault: CUDA_ERROR_ILLEGAL_ADDRESS), 0: none */
     int primary;
     int refcount;                  /* primary: retain count */
     unsigned long long id;
@@ -95,9 +99,13 @@ struct sim_event {
 };
 
 /* graphs: a linear list of captured operations */
-enum { GOP_COPY, GOP_MEMSET, GOP_HOST, GOP_NOP };
+enum { GOP_COPY, GOP_MEMSET, GOP_HOST, GOP_NOP, GOP_KERNEL };
 struct gop {
     int kind;
+    /* GOP_KERNEL: the launch's descriptors (owned: deep-copied with the graph) */
+    struct cb_kcopy *kc;
+    size_t nkc;
+    const char *kname;
     void *dst;
     const void *src;
     size_t n;
@@ -118,7 +126,7 @@ struct sim_capture {
 };
 
 /* handle registry: which pointers are live handles of which type */
-enum { H_CTX = 1, H_STREAM, H_EVENT, H_GRAPH, H_GEXEC };
+enum { H_CTX = 1, H_STREAM, H_EVENT, H_GRAPH, H_GEXEC, H_MODULE, H_FUNC };
 void sim_handle_add(void *p, int type);
 void sim_handle_del(void *p);
 int sim_handle_ok(const void *p, int type);
@@ -133,15 +141,25 @@ struct sim_alloc {
     unsigned flags;
     struct sim_ctx *ctx;
     unsigned long long buffer_id;
+    int alias;                     /* MEM_REGISTERED under CUSIM_REGISTERED_ALIAS: device address = base + SIM_ALIAS_OFFSET */
 };
+
+/* Under CUSIM_REGISTERED_ALIAS=1 registered host memory is seen by the device at
+ * host address + SIM_ALIAS_OFFSET (above every user-space address on x86-64/aarch64). */
+#define SIM_ALIAS_OFFSET 0x0100000000000000ull
 struct sim_alloc *sim_mem_find(const void *p);               /* live allocation holding p */
 int sim_mem_in_quarantine(const void *p, size_t n);          /* p..p+n touches freed memory */
 struct sim_alloc *sim_mem_add(void *base, size_t size, int kind, struct sim_ctx *ctx, unsigned flags);
 void sim_mem_remove(struct sim_alloc *a, int quarantine);     /* drop from registry (and free memory) */
 int sim_mem_live_id(const void *p, size_t n, unsigned long long id); /* range still in buffer id */
+/* p is an alias device address of live registered memory: that allocation (*host: the host
+ * address), else NULL. */
+struct sim_alloc *sim_mem_find_alias(const void *p, char **host);
+/* The device pointer of host address p in registered/pinned allocation a. */
+uintptr_t sim_mem_devptr(const struct sim_alloc *a, const void *p);
 
 /* ---- work nodes ---- */
-enum { N_NOP, N_COPY, N_MEMSET, N_HOST, N_CALLBACK, N_BATCH, N_FREE };
+enum { N_NOP, N_COPY, N_MEMSET, N_HOST, N_CALLBACK, N_BATCH, N_FREE, N_KERNEL };
 struct bentry {
     char *dst;
     const char *src;
@@ -176,6 +194,10 @@ struct node {
     int order;
     /* free */
     void *fptr;
+    /* copy kernel: descriptors copied at launch (order: as batches) */
+    struct cb_kcopy *kc;
+    size_t nkc;
+    const char *kname;
 };
 struct node *sim_node_new(int kind);
 /* Give the node its stream-order dependencies, register it, make it s->last. */
@@ -190,6 +212,7 @@ int sim_node_pending(uint64_t id);
 unsigned long sim_pending_count(void);
 
 extern unsigned long sim_errors_n;
+extern unsigned long sim_kernel_copies_n;
 unsigned long long sim_next_id(void);
 
 #endif
