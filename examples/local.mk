@@ -29,11 +29,11 @@ CLEANFILES += examples/kv_swap
 # ---- the launcher: tools/cubatch.in -> cubatch -------------------------------------
 # (bin_SCRIPTS, CLEANFILES and EXTRA_DIST for it are in the top-level Makefile.am.)
 # The option flags and --help lines come from src/options.def, through the same
-# script that prints the README's option table.
-cubatch: $(srcdir)/tools/cubatch.in $(srcdir)/tools/options-table.sh $(srcdir)/src/options.def Makefile
+# program that prints the README's option table (tools/options-doc).
+cubatch: $(srcdir)/tools/cubatch.in tools/options-doc$(EXEEXT) Makefile
 	$(AM_V_GEN)rm -f $@ $@.tmp $@.help $@.cases && \
-	$(SHELL) $(srcdir)/tools/options-table.sh --help-lines $(srcdir)/src/options.def >$@.help && \
-	$(SHELL) $(srcdir)/tools/options-table.sh --shell $(srcdir)/src/options.def >$@.cases && \
+	tools/options-doc$(EXEEXT) --help-lines >$@.help && \
+	tools/options-doc$(EXEEXT) --shell >$@.cases && \
 	sed -e 's|@libdir[@]|$(libdir)|g' \
 	    -e 's|@pkglibexecdir[@]|$(pkglibexecdir)|g' \
 	    -e 's|@PACKAGE_VERSION[@]|$(PACKAGE_VERSION)|g' \

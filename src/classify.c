@@ -28,7 +28,7 @@ struct cb_cache {
 static atomic_uint_fast64_t cb_class_gen = 1;
 static CB_TLS struct cb_cache *cb_tls_cache;
 
-void cb_classify_forget(void) { atomic_fetch_add_explicit(&cb_class_gen, 1, memory_order_release); }
+void cb_forget_classes(void) { atomic_fetch_add_explicit(&cb_class_gen, 1, memory_order_release); }
 
 int cb_classify(uintptr_t p, struct cb_class *out)
 {
@@ -45,7 +45,7 @@ int cb_classify(uintptr_t p, struct cb_class *out)
             }
         }
     }
-    if (!cb_drv.PointerGetAttributes)
+    if (!cb_drv.cuPointerGetAttributes)
         return -1;
     unsigned int memtype = 0, managed = 0;
     int ordinal = -1;
@@ -55,7 +55,7 @@ int cb_classify(uintptr_t p, struct cb_class *out)
                                    CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
                                    CU_POINTER_ATTRIBUTE_RANGE_SIZE};
     void *data[] = {&memtype, &managed, &ordinal, &start, &size};
-    if (cb_drv.PointerGetAttributes(5, attrs, data, (CUdeviceptr)p) != CUDA_SUCCESS)
+    if (cb_drv.cuPointerGetAttributes(5, attrs, data, (CUdeviceptr)p) != CUDA_SUCCESS)
         return -1;
     if (managed)
         out->kind = CB_MEM_MANAGED;

@@ -4,8 +4,8 @@
  * that names no option gets a warning too, with the closest option's name: a
  * misspelt option would otherwise be ignored without a word.
  * The launcher runs the same code before it starts the program
- * (cubatch__check_options, through tools/cubatch-check.c), so the two cannot
- * disagree about what is valid. */
+ * (cubatch__check_options in init.c, through tools/cubatch-check.c), so the two
+ * cannot disagree about what is valid. */
 #include "internal.h"
 
 #include <ctype.h>
@@ -46,9 +46,20 @@ static const char *cb_strings[CB_OPTION_COUNT];
 /* Where each value in use came from, for the option dump (log level 2). */
 enum cb_source { CB_FROM_DEFAULT, CB_FROM_ENV, CB_FROM_REJECTED, CB_FROM_FILE };
 static unsigned char cb_source[CB_OPTION_COUNT];
+/* What the dump shows for a STRING option its user interpreted (the policy). */
+static const char *cb_shown[CB_OPTION_COUNT];
 
 uint64_t cb_opt(enum cb_option_id id) { return cb_values[id]; }
 const char *cb_opt_str(enum cb_option_id id) { return cb_strings[id]; }
+
+void cb_opt_reject(enum cb_option_id id)
+{
+    cb_values[id] = cb_options[id].def;
+    cb_strings[id] = NULL;
+    cb_source[id] = CB_FROM_REJECTED;
+}
+
+void cb_opt_set_shown(enum cb_option_id id, const char *text) { cb_shown[id] = text; }
 
 static int parse_bool(const char *s, uint64_t *out)
 {
@@ -143,7 +154,11 @@ static const char *accepts(const struct cb_option *o, char *buf, size_t len)
         snprintf(buf, len, "an integer from %llu to %llu", (unsigned long long)o->lo,
                  (unsigned long long)o->hi);
         return buf;
-    case CB_T_ENUM: snprintf(buf, len, "one of %s", o->values); return buf;
+    case CB_T_ENUM: {
+        size_t n = strlen(o->values);
+        snprintf(buf, len, "one of %.*s", (int)(n && o->values[n - 1] == '|' ? n - 1 : n), o->values);
+        return buf;
+    }
     case CB_T_STRING: return "text";
     }
     return "";
@@ -157,7 +172,7 @@ static const struct cb_option *find_option(const char *name)
     return NULL;
 }
 
-int cubatch__parse_option(const char *name, const char *text, uint64_t *out)
+int cb_parse_option(const char *name, const char *text, uint64_t *out)
 {
     const struct cb_option *o = find_option(name);
     if (!o || !text)
@@ -187,6 +202,29 @@ const char *cb_format_size(uint64_t v, char *buf, size_t len)
     return buf;
 }
 
+/* CUBATCH_STATS_FILE's escapes: %p the process id, %h the host name, %% a
+ * percent sign (as valgrind, LLVM_PROFILE_FILE and Nsight Systems take them). */
+static int file_pattern_check(const char *pattern, char *why, size_t len)
+{
+    for (const char *p = pattern; *p; p++) {
+        if (*p != '%')
+            continue;
+        p++;
+        if (*p == 'p' || *p == 'h' || *p == '%')
+            continue;
+        char what[16];
+        if (!*p)
+            snprintf(what, sizeof what, "a lone %%");
+        else if (isprint((unsigned char)*p))
+            snprintf(what, sizeof what, "%%%c", *p);
+        else
+            snprintf(what, sizeof what, "%%\\x%02x", (unsigned char)*p);
+        snprintf(why, len, "%s is not an escape it takes (%%p process id, %%h host name, %%%% a percent sign)", what);
+        return -1;
+    }
+    return 0;
+}
+
 static void env_name(const struct cb_option *o, char *var, size_t len)
 {
     size_t k = 0;
@@ -205,7 +243,7 @@ static int load_one(size_t i)
     if (!text)
         return 0;
     if (o->type == CB_T_STRING) {
-        if (i == CB_OPT_stats_file && cb_stats_pattern_check(text, why, sizeof why)) {
+        if (i == CB_OPT_stats_file && file_pattern_check(text, why, sizeof why)) {
             cb_warn("%s=%s is not valid: %s; the report goes to stderr", var, cb_quote(text, q, sizeof q), why);
             cb_source[i] = CB_FROM_REJECTED;
             return 1;
@@ -215,7 +253,7 @@ static int load_one(size_t i)
         return 0;
     }
     uint64_t v;
-    if (cubatch__parse_option(o->name, text, &v)) {
+    if (cb_parse_option(o->name, text, &v)) {
         char buf[128];
         cb_warn("%s=%s is not valid: it accepts %s; keeping the default", var, cb_quote(text, q, sizeof q),
                 accepts(o, buf, sizeof buf));
@@ -330,6 +368,7 @@ int cb_config_load(void)
 {
     /* CUBATCH_LOG first, so that it governs every message about the others. */
     int bad = load_one(CB_OPT_log);
+    cb_log_set_level((unsigned)cb_values[CB_OPT_log]);
     for (size_t i = 0; i < CB_OPTION_COUNT; i++)
         if (i != CB_OPT_log)
             bad += load_one(i);
@@ -350,24 +389,7 @@ int cb_config_load(void)
         cb_warn("CUBATCH_MIN_RUN (%llu) is above CUBATCH_MAX_BATCH (%llu): runs will go out copy by copy",
                 (unsigned long long)cb_values[CB_OPT_min_run], (unsigned long long)cb_values[CB_OPT_max_batch]);
     }
-    char why[CB_QUOTE_LEN + 128], q[CB_QUOTE_LEN];
-    if (cb_policy_load(cb_strings[CB_OPT_policy], why, sizeof why)) {
-        cb_warn("CUBATCH_POLICY=%s is not valid: %s; it accepts default, all, none, or a comma list of "
-                "DIR:LO-HI bands (DIR h2d, d2h, d2d or h2h; sizes with K/M/G/T; HI may be max); keeping the default",
-                cb_quote(cb_strings[CB_OPT_policy], q, sizeof q), why);
-        cb_strings[CB_OPT_policy] = NULL;
-        cb_source[CB_OPT_policy] = CB_FROM_REJECTED;
-        bad++;
-    }
     return bad + check_unknown_names();
-}
-
-/* The launcher's check: the environment as the library would read it at start,
- * every problem printed whatever CUBATCH_LOG says; returns how many there were. */
-int cubatch__check_options(void)
-{
-    cb_log_force_warnings = 1;
-    return cb_config_load();
 }
 
 /* The value in use, in the option's own words: an enum's word, a size with its
@@ -387,9 +409,9 @@ static const char *value_text(size_t i, char *buf, size_t len)
         return buf;
     }
     case CB_T_STRING:
-        if (i == CB_OPT_policy)
-            return cb_policy_describe(buf, len);
-        if (cb_strings[i] && *cb_strings[i])
+        if (cb_shown[i])
+            snprintf(buf, len, "%s", cb_shown[i]);
+        else if (cb_strings[i] && *cb_strings[i])
             snprintf(buf, len, "%s", cb_quote(cb_strings[i], q, sizeof q));
         else
             snprintf(buf, len, "unset");

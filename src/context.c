@@ -14,14 +14,14 @@
  *  - cuDevicePrimaryCtxReset destroys the primary context's state whenever it
  *    succeeds.
  * Every one of them flushes every run first (DESIGN.md rule 6). */
-#include "internal.h"
+#include "run.h"
 
 CUresult cb_ctx_destroy_before(CUcontext ctx, struct cb_ctx_fate *f)
 {
     f->ctx = ctx;
     f->destroys = 0;
     f->device = -1;
-    return cb_flush_all(CB_WHY_CONTEXT);
+    return cb_flush_all(CB_WHY_flush_context);
 }
 
 /* The device's primary context, if it exists, without changing its retain count
@@ -31,18 +31,19 @@ static CUcontext primary_of(CUdevice dev)
     unsigned int flags = 0;
     int active = 0;
     CUcontext pctx = NULL;
-    if (!cb_drv.DevicePrimaryCtxGetState || !cb_drv.DevicePrimaryCtxRetain || !cb_drv.DevicePrimaryCtxRelease ||
-        cb_drv.DevicePrimaryCtxGetState(dev, &flags, &active) != CUDA_SUCCESS || !active)
+    if (!cb_drv.cuDevicePrimaryCtxGetState || !cb_drv.cuDevicePrimaryCtxRetain ||
+        !cb_drv.cuDevicePrimaryCtxRelease_v2 || cb_drv.cuDevicePrimaryCtxGetState(dev, &flags, &active) != CUDA_SUCCESS ||
+        !active)
         return NULL;
-    if (cb_drv.DevicePrimaryCtxRetain(&pctx, dev) != CUDA_SUCCESS)
+    if (cb_drv.cuDevicePrimaryCtxRetain(&pctx, dev) != CUDA_SUCCESS)
         return NULL;
-    cb_drv.DevicePrimaryCtxRelease(dev);
+    cb_drv.cuDevicePrimaryCtxRelease_v2(dev);
     return pctx;
 }
 
 CUresult cb_primary_before(CUdevice dev, int reset, struct cb_ctx_fate *f)
 {
-    CUresult rc = cb_flush_all(CB_WHY_CONTEXT);
+    CUresult rc = cb_flush_all(CB_WHY_flush_context);
     f->ctx = primary_of(dev);
     f->destroys = reset;
     f->device = dev;
@@ -54,11 +55,11 @@ static int context_gone(const struct cb_ctx_fate *f)
     if (f->device >= 0) { /* a primary context: gone when no longer active */
         unsigned int flags = 0;
         int active = 1;
-        return cb_drv.DevicePrimaryCtxGetState &&
-               cb_drv.DevicePrimaryCtxGetState(f->device, &flags, &active) == CUDA_SUCCESS && !active;
+        return cb_drv.cuDevicePrimaryCtxGetState &&
+               cb_drv.cuDevicePrimaryCtxGetState(f->device, &flags, &active) == CUDA_SUCCESS && !active;
     }
     unsigned int version = 0;
-    return cb_drv.CtxGetApiVersion && cb_drv.CtxGetApiVersion(f->ctx, &version) != CUDA_SUCCESS;
+    return cb_drv.cuCtxGetApiVersion && cb_drv.cuCtxGetApiVersion(f->ctx, &version) != CUDA_SUCCESS;
 }
 
 void cb_ctx_fate_after(const struct cb_ctx_fate *f, CUresult rc)
@@ -66,7 +67,10 @@ void cb_ctx_fate_after(const struct cb_ctx_fate *f, CUresult rc)
     if (!f->ctx)
         return;
     if ((f->destroys && rc == CUDA_SUCCESS) || context_gone(f)) {
-        cb_classify_forget();
-        cb_forget_context(f->ctx);
+        cb_forget_classes();
+        cb_runs_lock();
+        cb_forget_context_runs(f->ctx);
+        cb_forget_context_helpers(f->ctx);
+        cb_runs_unlock();
     }
 }

@@ -1,40 +1,12 @@
-/* copy.c - the body shared by the eight copy wrappers (cuMemcpyAsync,
- * cuMemcpy{HtoD,DtoH,DtoD}Async_v2 and their _ptsz twins): decide whether this
- * copy may be deferred (DESIGN.md rules 1-3 and the size policy) and either hand
- * it to its stream's run or pass it through unchanged, after flushing the run it
- * must follow. */
-#include "internal.h"
+/* copy.c - the body shared by the copy wrappers (cuMemcpyAsync,
+ * cuMemcpy{HtoD,DtoH,DtoD}Async_v2 and their _ptsz twins): every rule that
+ * decides whether this copy may be deferred (DESIGN.md rules 1-3, 5 and the size
+ * and pace policies), in one place, each refusal counted under one reason.  A
+ * deferred copy joins its stream's run; any other is issued at once, unchanged,
+ * after whatever it must follow. */
+#include "run.h"
 
-CUresult cb_copy_forward(int hook, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream)
-{
-    switch (hook) {
-#define CB_FWD(name, d, s) \
-    case CB_ID_##name:     \
-        return CB_REAL(name) ? CB_REAL(name)(d, s, bytes, stream) : cb_absent(CB_ID_##name);
-        CB_FWD(cuMemcpyAsync, dst, src)
-        CB_FWD(cuMemcpyAsync_ptsz, dst, src)
-        CB_FWD(cuMemcpyHtoDAsync_v2, dst, (const void *)(uintptr_t)src)
-        CB_FWD(cuMemcpyHtoDAsync_v2_ptsz, dst, (const void *)(uintptr_t)src)
-        CB_FWD(cuMemcpyDtoHAsync_v2, (void *)(uintptr_t)dst, src)
-        CB_FWD(cuMemcpyDtoHAsync_v2_ptsz, (void *)(uintptr_t)dst, src)
-        CB_FWD(cuMemcpyDtoDAsync_v2, dst, src)
-        CB_FWD(cuMemcpyDtoDAsync_v2_ptsz, dst, src)
-#undef CB_FWD
-    default:
-        return CUDA_ERROR_NOT_SUPPORTED;
-    }
-}
-
-enum cb_stream_kind cb_stream_kind(CUstream s, int ptsz_entry)
-{
-    if (s == NULL)
-        return ptsz_entry ? CB_STREAM_PTDS : CB_STREAM_LEGACY_KIND;
-    if (s == CU_STREAM_LEGACY)
-        return CB_STREAM_LEGACY_KIND;
-    if (s == CU_STREAM_PER_THREAD)
-        return CB_STREAM_PTDS;
-    return CB_STREAM_REGULAR;
-}
+/* ---- what the copy is ---------------------------------------------------------- */
 
 static int host_side(enum cb_kind k) { return k == CB_MEM_HOST || k == CB_MEM_MANAGED; }
 static int dev_side(enum cb_kind k) { return k == CB_MEM_DEVICE || k == CB_MEM_MANAGED; }
@@ -50,56 +22,173 @@ static enum cb_direction direction(enum cb_kind d, enum cb_kind s)
 /* Does the entry point's own direction agree with the memory?  The explicit
  * HtoD/DtoH/DtoD entries are issued as themselves on pass-through, so a batch may
  * only stand in for them when the pointers are what the entry expects. */
-static int entry_agrees(int hint, enum cb_kind d, enum cb_kind s)
+static int entry_agrees(enum cb_direction entry, enum cb_kind d, enum cb_kind s)
 {
-    switch (hint) {
-    case CB_HOOK_DIR_H2D: return dev_side(d) && host_side(s);
-    case CB_HOOK_DIR_D2H: return host_side(d) && dev_side(s);
-    case CB_HOOK_DIR_D2D: return dev_side(d) && dev_side(s);
+    switch (entry) {
+    case CB_D_H2D: return dev_side(d) && host_side(s);
+    case CB_D_D2H: return host_side(d) && dev_side(s);
+    case CB_D_D2D: return dev_side(d) && dev_side(s);
     default: return 1;
     }
 }
 
-CUresult cb_copy(int hook, int ptsz, int dirhint, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream)
+/* Rules 1 and 5 of the memory: 0 when both sides may be deferred, else the
+ * counter of the reason. */
+static enum cb_stat_id memory_verdict(const struct cb_copy_req *rq, enum cb_direction entry)
 {
-    cb_init();
+    if (rq->dcls.kind == CB_MEM_UNKNOWN || rq->scls.kind == CB_MEM_UNKNOWN)
+        return CB_ST_pass_pageable; /* rule 1: the driver stages or synchronizes these */
+    if (!entry_agrees(entry, rq->dcls.kind, rq->scls.kind) ||
+        (rq->dcls.end && rq->bytes > rq->dcls.end - rq->dst) || (rq->scls.end && rq->bytes > rq->scls.end - rq->src) ||
+        (rq->dcls.kind == CB_MEM_DEVICE && rq->scls.kind == CB_MEM_DEVICE && rq->dcls.device != rq->scls.device))
+        return CB_ST_pass_foreign; /* let the driver say what it says about these */
+    return 0;
+}
+
+/* ---- the pace of a stream ---------------------------------------------------------- */
+
+/* Batching saves the program about one microsecond of driver time per copy, but
+ * a deferred copy starts late: when the program itself spends several
+ * microseconds between copies (a Python loop), the GPU would have run each copy
+ * while the next was being issued, and deferring them costs more than it saves
+ * (measured: a PyTorch soak ran 13-20% slower).  So copies whose running mean
+ * gap (between copies that would be deferred) exceeds CUBATCH_SLOW_NS pass
+ * through.  A gap over 100 us is a pause between bursts, not a pace: it starts
+ * the mean afresh, so a fast loop after a pause is batched from its first copy,
+ * and a slow one is recognised within two or three copies (which then go out at
+ * once).  Returns 1 when the stream is slow.  Run lock held. */
+static int slow_stream(struct cb_run *run)
+{
+    uint64_t now = cb_now_ns(), gap = now - run->last_copy_ns;
+    run->last_copy_ns = now;
+    run->pace_ns = gap < 100000u ? (3 * run->pace_ns + gap) / 4 : 0;
+    return run->pace_ns > cb_opt(CB_OPT_slow_ns);
+}
+
+/* ---- deferring ------------------------------------------------------------------ */
+
+/* Rules 2, 3 (stream), 5 (hazards) and the pace, then the copy joins the run.
+ * Returns 1 (deferred; *rc: an earlier error to report now, if any) or 0 (the
+ * caller issues the copy: its stream's run went first; *rc: that flush's
+ * error). */
+static int defer(const struct cb_copy_req *rq, CUresult *rc)
+{
+    struct cb_run_key key = cb_run_key_of(rq->stream, rq->sk);
+    enum cb_stat_id why = CB_ST_pass_nomem;
+    struct cb_run *run = NULL;
+    int opened = 0;
+    *rc = CUDA_SUCCESS;
+    if (cb_runs_locked_here()) { /* re-entered from a submission: just pass through */
+        CB_COUNT(pass_query);
+        return 0;
+    }
+    cb_runs_lock();
+    if (cb_flush_closed()) {
+        why = CB_ST_pass_disabled;
+        goto pass;
+    }
+    run = cb_run_find(&key);
+    if (!run) {
+        if (!(run = cb_run_create(&key)))
+            goto pass;
+        if (run->facts.ptds)
+            cb_life_watch_thread();
+    }
+    if (slow_stream(run)) {
+        why = CB_ST_pass_slow; /* issued now, after whatever the run holds (pass:) */
+        goto pass;
+    }
+    if (run->q.n > 0 && cb_run_hazard(run, rq))
+        *rc = cb_flush_run(run, CB_WHY_flush_hazard);
+    if (run->q.n > 0 && run->facts.ptds) {
+        CUcontext cur = NULL;
+        if (cb_drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != run->facts.ctx)
+            *rc = cb_flush_run(run, CB_WHY_flush_stream); /* the thread switched context */
+    }
+    if (run->q.n == 0) {
+        if (cb_run_open(run, rq->stream)) {
+            why = CB_ST_pass_query;
+            goto pass;
+        }
+        if (run->facts.capturing) {
+            why = CB_ST_pass_capture; /* rule 2: captured as before, never batched */
+            goto pass;
+        }
+        opened = 1;
+    }
+    /* Device memory must belong to the stream's device (peer copies pass). */
+    if ((rq->dcls.kind == CB_MEM_DEVICE && rq->dcls.device != run->facts.device) ||
+        (rq->scls.kind == CB_MEM_DEVICE && rq->scls.device != run->facts.device)) {
+        why = CB_ST_pass_foreign;
+        goto pass;
+    }
+    if (cb_run_append(run, rq))
+        goto pass;
+    if (run->q.n >= cb_opt(CB_OPT_max_batch)) {
+        CUresult fr = cb_flush_run(run, CB_WHY_flush_full);
+        if (*rc == CUDA_SUCCESS)
+            *rc = fr;
+    }
+    cb_run_set_active(run);
+    cb_runs_unlock();
+    if (opened)
+        cb_timer_kick(); /* after the run is counted: see timer.c */
+    cb_life_arm();
+    return 1;
+
+pass:
+    /* The copy passes through; whatever is queued on its stream goes first. */
+    if (run && run->q.n > 0) {
+        CUresult fr = cb_flush_run(run, CB_WHY_flush_passthrough);
+        if (*rc == CUDA_SUCCESS)
+            *rc = fr;
+    } else if (run && run->facts.ptds && run->facts.fence.ev_start) {
+        cb_fence_release(&run->facts);
+    }
+    if (run)
+        cb_run_set_active(run);
+    cb_stats_thread()->v[why]++;
+    cb_runs_unlock();
+    return 0;
+}
+
+/* ---- the decision ------------------------------------------------------------------ */
+
+CUresult cb_copy(int hook, int ptsz, enum cb_direction entry_dir, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
+                 CUstream stream)
+{
     struct cb_tstats *t = cb_stats_thread();
     t->calls[hook]++;
     t->v[CB_ST_copies]++;
     if (!cb_batching) {
         t->v[cb_opt(CB_OPT_enable) ? CB_ST_pass_version : CB_ST_pass_disabled]++;
         t->v[CB_ST_copies_unknown]++;
-        return cb_copy_forward(hook, dst, src, bytes, stream);
+        return cb_issue_copy(hook, dst, src, bytes, stream);
     }
     struct cb_copy_req rq = {.hook = hook, .dst = dst, .src = src, .bytes = bytes, .stream = stream};
     rq.sk = cb_stream_kind(stream, ptsz);
-    if (rq.sk == CB_STREAM_LEGACY_KIND) {
+    if (rq.sk == CB_SK_LEGACY) {
         /* Rule 3: never batch on the legacy stream; it waits for every blocking
          * stream, so their runs go first. */
         t->v[CB_ST_pass_legacy]++;
         t->v[CB_ST_copies_unknown]++;
         CUresult fe = cb_flush_legacy();
-        CUresult rc = cb_copy_forward(hook, dst, src, bytes, stream);
+        CUresult rc = cb_issue_copy(hook, dst, src, bytes, stream);
         return fe != CUDA_SUCCESS ? fe : rc;
     }
-    enum cb_stat_id why;
     if (bytes == 0) {
         /* The batch API refuses 0-byte entries; the copy touches no memory and
          * waits for nothing, so it need not follow the queued run either. */
         t->v[CB_ST_pass_zero]++;
         t->v[CB_ST_copies_unknown]++;
-        return cb_copy_forward(hook, dst, src, bytes, stream);
+        return cb_issue_copy(hook, dst, src, bytes, stream);
     }
-    if (cb_classify(dst, &rq.dcls) || cb_classify(src, &rq.scls)) {
+    enum cb_stat_id why;
+    if (cb_classify(dst, &rq.dcls) || cb_classify(src, &rq.scls))
         why = CB_ST_pass_query;
-    } else if (rq.dcls.kind == CB_MEM_UNKNOWN || rq.scls.kind == CB_MEM_UNKNOWN) {
-        why = CB_ST_pass_pageable; /* rule 1: the driver stages or synchronizes these */
-    } else if (!entry_agrees(dirhint, rq.dcls.kind, rq.scls.kind) ||
-               (rq.dcls.end && bytes > rq.dcls.end - dst) || (rq.scls.end && bytes > rq.scls.end - src) ||
-               (rq.dcls.kind == CB_MEM_DEVICE && rq.scls.kind == CB_MEM_DEVICE &&
-                rq.dcls.device != rq.scls.device)) {
-        why = CB_ST_pass_foreign; /* let the driver say what it says about these */
-    } else {
+    else
+        why = memory_verdict(&rq, entry_dir);
+    if (!why) {
         enum cb_direction d = direction(rq.dcls.kind, rq.scls.kind);
         t->v[CB_ST_copies_h2d + d]++;
         if (bytes > cb_opt(CB_OPT_max_copy) || !cb_policy_defer(d, bytes)) {
@@ -108,20 +197,20 @@ CUresult cb_copy(int hook, int ptsz, int dirhint, CUdeviceptr dst, CUdeviceptr s
              * is unobservable unless their ranges overlap (rule 5): only then must
              * the run go first.  Interleaved copies of both kinds keep batching. */
             t->v[bytes > cb_opt(CB_OPT_max_copy) ? CB_ST_pass_size : CB_ST_pass_policy]++;
-            return cb_pass_eligible(&rq);
+            return cb_issue_ahead_of_run(&rq);
         }
         CUresult rc = CUDA_SUCCESS;
-        if (cb_enqueue(&rq, &rc)) {
+        if (defer(&rq, &rc)) {
             t->v[CB_ST_deferred]++;
             return rc;
         }
-        /* cb_enqueue counted its reason and flushed the stream already */
-        CUresult fr = cb_copy_forward(hook, dst, src, bytes, stream);
+        /* defer() counted its reason and flushed the stream already */
+        CUresult fr = cb_issue_copy(hook, dst, src, bytes, stream);
         return rc != CUDA_SUCCESS ? rc : fr;
     }
     t->v[CB_ST_copies_unknown]++;
     t->v[why]++;
-    CUresult fe = cb_flush_stream(stream, ptsz, CB_WHY_PASSTHROUGH);
-    CUresult rc = cb_copy_forward(hook, dst, src, bytes, stream);
+    CUresult fe = cb_flush_stream(stream, ptsz, CB_WHY_flush_passthrough);
+    CUresult rc = cb_issue_copy(hook, dst, src, bytes, stream);
     return fe != CUDA_SUCCESS ? fe : rc;
 }

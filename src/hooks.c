@@ -3,15 +3,9 @@
  * forwards to the real function with the program's arguments unchanged, and
  * returns the real result unless a flush it triggered failed: then that earlier
  * error (a copy the program queued before this call) is what the program sees,
- * as it would have seen an asynchronous error. */
+ * as it would have seen an asynchronous error.  The resolvers (cuGetProcAddress
+ * and its variants) are resolve.c's. */
 #include "internal.h"
-
-#define CB_EXPAND(...) __VA_ARGS__
-
-/* Called when the real driver lacks a symbol we export, or there is no driver:
- * the program reached our export directly (a -lcuda link or a weak reference);
- * resolve.c answers, quietly. */
-static CUresult cb_missing(int id) { return cb_absent(id); }
 
 static inline CUresult cb_finish(CUresult flush_rc, CUresult rc)
 {
@@ -21,10 +15,16 @@ static inline CUresult cb_finish(CUresult flush_rc, CUresult rc)
 #define CB_ENTER(name) \
     cb_init();         \
     cb_stats_thread()->calls[CB_ID_##name]++
-#define CB_FORWARD(name, args) (CB_REAL(name) ? CB_REAL(name) args : cb_missing(CB_ID_##name))
+#define CB_FORWARD(name, args) (CB_REAL(name) ? CB_REAL(name) args : cb_absent(CB_ID_##name))
 
+/* The pointers of a copy entry, as the library handles them. */
+#define CB_COPY_ARGS(dir, dst, src, bytes, stream) dir, (CUdeviceptr)(uintptr_t)(dst), (CUdeviceptr)(uintptr_t)(src), bytes, stream
 #define CB_WRAP_COPY(name, ptsz, aarg, params, args) \
-    CB_EXPORT CUresult CUDAAPI name params { return cb_copy(CB_ID_##name, ptsz, CB_EXPAND aarg); }
+    CB_EXPORT CUresult CUDAAPI name params           \
+    {                                                \
+        cb_init();                                   \
+        return cb_copy(CB_ID_##name, ptsz, CB_COPY_ARGS aarg); \
+    }
 
 /* Every non-copy wrapper: `before` (a flush, whose error is kept) runs first, the
  * real function next, `after` (forgetting state the call invalidated, knowing its
@@ -33,7 +33,7 @@ static inline CUresult cb_finish(CUresult flush_rc, CUresult rc)
     CB_EXPORT CUresult CUDAAPI name params            \
     {                                                 \
         CB_ENTER(name);                               \
-        struct cb_ctx_fate st = {NULL, 0, -1};                  \
+        struct cb_ctx_fate st = {NULL, 0, -1};        \
         (void)st;                                     \
         CUresult fe = before;                         \
         CUresult rc = CB_FORWARD(name, args);         \
@@ -44,48 +44,36 @@ static inline CUresult cb_finish(CUresult flush_rc, CUresult rc)
 /* Two streams named by one call: flush both, report the first error. */
 static CUresult cb_flush_two(CUstream a, CUstream b, int ptsz)
 {
-    CUresult fe = cb_flush_stream(a, ptsz, CB_WHY_STREAM);
-    CUresult fe2 = cb_flush_stream(b, ptsz, CB_WHY_STREAM);
+    CUresult fe = cb_flush_stream(a, ptsz, CB_WHY_flush_stream);
+    CUresult fe2 = cb_flush_stream(b, ptsz, CB_WHY_flush_stream);
     return fe != CUDA_SUCCESS ? fe : fe2;
 }
 
-#define CB_FLUSH_ARG(aarg, ptsz) cb_flush_stream(CB_EXPAND aarg, ptsz, CB_WHY_STREAM)
+#define CB_FLUSH_ARG(aarg, ptsz) cb_flush_stream(CB_EXPAND aarg, ptsz, CB_WHY_flush_stream)
 #define CB_WRAP_STREAM(name, ptsz, aarg, params, args) \
     CB_WRAPPER(name, params, args, CB_FLUSH_ARG(aarg, ptsz), (void)0)
 #define CB_WRAP_STREAM2(name, ptsz, aarg, params, args) \
     CB_WRAPPER(name, params, args, cb_flush_two(CB_EXPAND aarg, ptsz), (void)0)
 #define CB_WRAP_STREAM_FREE(name, ptsz, aarg, params, args) \
-    CB_WRAPPER(name, params, args, CB_FLUSH_ARG(aarg, ptsz), cb_classify_forget())
+    CB_WRAPPER(name, params, args, CB_FLUSH_ARG(aarg, ptsz), cb_forget_classes())
 #define CB_WRAP_DESTROY_STREAM(name, ptsz, aarg, params, args) \
     CB_WRAPPER(name, params, args, CB_FLUSH_ARG(aarg, ptsz), cb_forget_stream(CB_EXPAND aarg))
 #define CB_WRAP_CONTEXT(name, ptsz, aarg, params, args) \
-    CB_WRAPPER(name, params, args, cb_flush_all(CB_WHY_CONTEXT), (void)0)
+    CB_WRAPPER(name, params, args, cb_flush_all(CB_WHY_flush_context), (void)0)
 #define CB_WRAP_FREE(name, ptsz, aarg, params, args) \
-    CB_WRAPPER(name, params, args, cb_flush_all(CB_WHY_CONTEXT), cb_classify_forget())
+    CB_WRAPPER(name, params, args, cb_flush_all(CB_WHY_flush_context), cb_forget_classes())
 #define CB_WRAP_DESTROY_CTX(name, ptsz, aarg, params, args) \
     CB_WRAPPER(name, params, args, cb_ctx_destroy_before(CB_EXPAND aarg, &st), cb_ctx_fate_after(&st, rc))
 #define CB_WRAP_PRIMARY_CTX(name, ptsz, aarg, params, args) \
     CB_WRAPPER(name, params, args, cb_primary_before(CB_EXPAND aarg, &st), cb_ctx_fate_after(&st, rc))
-
 #define CB_WRAP_RESOLVER(name, ptsz, aarg, params, args) /* resolve.c */
 
 #define CB_HOOK(name, ptsz, action, aarg, params, args) CB_WRAP_##action(name, ptsz, aarg, params, args)
 #include "hooks.def"
 #undef CB_HOOK
 
-#define CB_IS_COPY_COPY 1
-#define CB_IS_COPY_STREAM 0
-#define CB_IS_COPY_STREAM2 0
-#define CB_IS_COPY_STREAM_FREE 0
-#define CB_IS_COPY_DESTROY_STREAM 0
-#define CB_IS_COPY_CONTEXT 0
-#define CB_IS_COPY_FREE 0
-#define CB_IS_COPY_DESTROY_CTX 0
-#define CB_IS_COPY_PRIMARY_CTX 0
-#define CB_IS_COPY_RESOLVER 0
-
-const struct cb_hook_info cb_hooks[CB_HOOK_COUNT] = {
-#define CB_HOOK(name, ptsz, action, aarg, params, args) {#name, (void *)name, ptsz, CB_IS_COPY_##action},
+void *const cb_wrappers[CB_HOOK_COUNT] = {
+#define CB_HOOK(name, ptsz, action, aarg, params, args) (void *)name,
 #include "hooks.def"
 #undef CB_HOOK
 };

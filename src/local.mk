@@ -1,12 +1,27 @@
 # libcubatch.so: the preload library.  Hidden visibility; only the wrappers,
-# dlsym and the cubatch_* API are exported (checked by tests/check_exports.sh).
+# dlsym, the cubatch_* API and the launcher's option check are exported (checked
+# by tests/check_exports.sh, which also checks that the library binds its own
+# functions to itself: -Bsymbolic-functions).
+#
+# Everything below the interception layer is a convenience library of its own,
+# which the unit tests link directly: they call internal functions, so nothing
+# test-only is exported from the production library.
 lib_LTLIBRARIES += src/libcubatch.la
+noinst_LTLIBRARIES += src/libcubatch-core.la
 include_HEADERS += include/cubatch.h
-src_libcubatch_la_SOURCES = \
-	src/internal.h src/run.h src/hooks.def src/options.def src/stats.def \
-	src/resolve.c src/hooks.c src/copy.c src/classify.c src/policy.c \
-	src/queue.c src/submit.c src/context.c src/flusher.c src/config.c src/stats.c \
-	src/log.c src/api.c
+
+src_libcubatch_core_la_SOURCES = \
+	src/internal.h src/run.h src/engine.h \
+	src/hooks.def src/driver.def src/options.def src/stats.def \
+	src/copy.c src/context.c src/classify.c src/policy.c \
+	src/life.c src/timer.c src/flush.c \
+	src/run.c src/hazard.c \
+	src/engine.c src/engine_batch.c src/engine_loop.c src/ptds.c \
+	src/stats.c src/config.c src/driver.c src/log.c src/clock.c
+src_libcubatch_core_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden -pthread
+
+src_libcubatch_la_SOURCES = src/hooks.c src/resolve.c src/api.c src/init.c
 src_libcubatch_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden -pthread
-src_libcubatch_la_LDFLAGS = -avoid-version -module -no-undefined -shared -pthread $(AM_LDFLAGS)
-src_libcubatch_la_LIBADD = -ldl
+src_libcubatch_la_LDFLAGS = -avoid-version -module -no-undefined -shared -pthread \
+	-Wl,-Bsymbolic-functions $(AM_LDFLAGS)
+src_libcubatch_la_LIBADD = src/libcubatch-core.la -ldl

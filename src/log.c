@@ -22,12 +22,16 @@
 static atomic_int cb_log_warnings;
 static CB_TLS int cb_log_busy;
 int cb_log_force_warnings;
+/* Warnings until CUBATCH_LOG is read (config.c reads it before anything else). */
+static atomic_uint cb_log_level = CB_LOG_WARN;
+
+void cb_log_set_level(unsigned level) { atomic_store_explicit(&cb_log_level, level, memory_order_relaxed); }
 
 static int cb_log_shown(int level)
 {
     if (level == CB_LOG_WARN && cb_log_force_warnings)
         return 1;
-    return level >= CB_LOG_WARN && (uint64_t)level <= cb_opt(CB_OPT_log);
+    return level >= CB_LOG_WARN && (unsigned)level <= atomic_load_explicit(&cb_log_level, memory_order_relaxed);
 }
 
 void cb_log(int level, const char *fmt, ...)

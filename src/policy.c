@@ -37,7 +37,9 @@ struct cb_policy {
 static const char cb_policy_default_text[] = "h2d:0-8K,h2d:28K-max,d2h:0-max";
 static struct cb_policy cb_policy_table;
 
-static const char *const cb_dir_names[CB_D_COUNT] = {"h2d", "d2h", "d2d", "h2h"};
+/* In the order of enum cb_direction (and of stats.def's copies_* rows). */
+const char *const cb_direction_names[CB_D_COUNT] = {[CB_D_H2D] = "h2d", [CB_D_D2H] = "d2h", [CB_D_D2D] = "d2d",
+                                                    [CB_D_H2H] = "h2h"};
 
 static int parse_size(const char *s, size_t len, uint64_t *out)
 {
@@ -57,7 +59,7 @@ static int parse_size(const char *s, size_t len, uint64_t *out)
 static const char *band_text(int dir, struct cb_band b, char *buf, size_t len)
 {
     char lo[24], hi[24];
-    snprintf(buf, len, "%s:%s-%s", cb_dir_names[dir], cb_format_size(b.lo, lo, sizeof lo),
+    snprintf(buf, len, "%s:%s-%s", cb_direction_names[dir], cb_format_size(b.lo, lo, sizeof lo),
              cb_format_size(b.hi, hi, sizeof hi));
     return buf;
 }
@@ -70,7 +72,7 @@ static const char *band_check(const struct cb_policy *p, int dir, struct cb_band
     char t[64], u[64], m[24];
     if (p->nband[dir] == CB_POLICY_BANDS) {
         snprintf(why, wlen, "%s is band %u of %s: a direction takes at most %d bands", band_text(dir, b, t, sizeof t),
-                 CB_POLICY_BANDS + 1, cb_dir_names[dir], CB_POLICY_BANDS);
+                 CB_POLICY_BANDS + 1, cb_direction_names[dir], CB_POLICY_BANDS);
         return why;
     }
     for (unsigned i = 0; i < p->nband[dir]; i++) {
@@ -104,7 +106,7 @@ static int parse_band(const char *s, size_t ilen, int *dir, struct cb_band *b, c
     const char *colon = memchr(s, ':', ilen);
     *dir = -1;
     for (int d = 0; colon && d < CB_D_COUNT; d++)
-        if ((size_t)(colon - s) == strlen(cb_dir_names[d]) && !strncasecmp(s, cb_dir_names[d], (size_t)(colon - s)))
+        if ((size_t)(colon - s) == strlen(cb_direction_names[d]) && !strncasecmp(s, cb_direction_names[d], (size_t)(colon - s)))
             *dir = d;
     if (*dir < 0) {
         snprintf(why, wlen, "%s does not start with a direction (h2d:, d2h:, d2d: or h2h:)",
@@ -157,19 +159,8 @@ static int policy_parse(const char *text, uint64_t max_copy, struct cb_policy *p
     }
 }
 
-int cb_policy_load(const char *text, char *why, size_t wlen)
-{
-    struct cb_policy p;
-    if (policy_parse(text, cb_opt(CB_OPT_max_copy), &p, why, wlen)) {
-        char unused[8];
-        policy_parse(NULL, 0, &cb_policy_table, unused, sizeof unused);
-        return -1;
-    }
-    cb_policy_table = p;
-    return 0;
-}
-
-const char *cb_policy_describe(char *buf, size_t len)
+/* The bands in use, as the option dump shows them. */
+static const char *describe(char *buf, size_t len)
 {
     size_t o = 0;
     buf[0] = 0;
@@ -186,6 +177,21 @@ const char *cb_policy_describe(char *buf, size_t len)
     return buf;
 }
 
+int cb_policy_load(const char *text, char *why, size_t wlen)
+{
+    static char shown[512];
+    struct cb_policy p;
+    int rc = 0;
+    if (policy_parse(text, cb_opt(CB_OPT_max_copy), &p, why, wlen)) {
+        char unused[8];
+        policy_parse(NULL, 0, &p, unused, sizeof unused);
+        rc = -1;
+    }
+    cb_policy_table = p;
+    cb_opt_set_shown(CB_OPT_policy, describe(shown, sizeof shown));
+    return rc;
+}
+
 static int policy_check(const struct cb_policy *p, enum cb_direction d, size_t bytes)
 {
     for (unsigned i = 0; i < p->nband[d]; i++)
@@ -199,19 +205,16 @@ int cb_policy_defer(enum cb_direction d, size_t bytes)
     return bytes <= cb_opt(CB_OPT_max_copy) && policy_check(&cb_policy_table, d, bytes);
 }
 
-/* For the unit tests: evaluate a policy text without installing it (-1 malformed). */
-int cubatch__policy_defer(const char *policy, int direction, size_t bytes)
+int cb_policy_try(const char *policy, enum cb_direction d, size_t bytes)
 {
     struct cb_policy p;
     char why[CB_QUOTE_LEN + 128];
-    if (direction < 0 || direction >= CB_D_COUNT || policy_parse(policy, cb_opt(CB_OPT_max_copy), &p, why, sizeof why))
+    if ((unsigned)d >= CB_D_COUNT || policy_parse(policy, cb_opt(CB_OPT_max_copy), &p, why, sizeof why))
         return -1;
-    return policy_check(&p, (enum cb_direction)direction, bytes);
+    return policy_check(&p, d, bytes);
 }
 
-/* For the unit tests: 0 when the policy is accepted under this maximum copy size,
- * else -1 and the reason the warning would give. */
-int cubatch__policy_check(const char *policy, uint64_t max_copy, char *why, size_t len)
+int cb_policy_check(const char *policy, uint64_t max_copy, char *why, size_t len)
 {
     struct cb_policy p;
     if (len)

@@ -1,4 +1,4 @@
-/* resolve.c - finding the real driver, and handing out wrappers.
+/* resolve.c - handing out wrappers: the exported dlsym and cuGetProcAddress.
  *
  * The CUDA runtime, PyTorch and CuPy never call cuMemcpyAsync by symbol: they
  * dlopen libcuda.so.1, dlsym cuGetProcAddress_v2, and fetch every function
@@ -16,45 +16,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-void *cb_real[CB_HOOK_COUNT];
-struct cb_driver cb_drv;
-atomic_int cb_init_done;
-const char *cb_batching_reason = "not initialised";
-int cb_batching;
-static int cb_driver_found; /* libcuda.so.1 could be opened at initialisation */
-
-/* Not static: the x86-64 entry of dlsym (below) jumps through it. */
-CB_HIDDEN void *(*cb_real_dlsym)(void *, const char *);
 #define real_dlsym cb_real_dlsym
-static pthread_mutex_t cb_init_lock = PTHREAD_MUTEX_INITIALIZER;
-static CB_TLS int cb_in_init;
-
-/* real address -> wrapper, sorted by real address for bsearch */
-struct cb_swap_entry { uintptr_t real; void *wrapper; };
-static struct cb_swap_entry cb_swap_table[CB_HOOK_COUNT];
-static size_t cb_swap_count;
 
 /* dlsym is called by sanitizer runtimes while they initialise, before their shadow
  * memory exists: the code on that path must not be instrumented. */
 #define CB_UNINSTRUMENTED __attribute__((no_sanitize("address", "undefined", "thread")))
 
-CB_HIDDEN CB_UNINSTRUMENTED void cb_real_dlsym_init(void);
-CB_UNINSTRUMENTED void cb_real_dlsym_init(void)
-{
-    /* Never call the public dlsym here: it is ours.  RTLD_NEXT finds libc's
-     * unless something (a sanitizer runtime initialising before us) stands
-     * between; then ask libc itself. */
-    static const char *const versions[] = {"GLIBC_2.34", "GLIBC_2.2.5"};
-    void *p = NULL;
-    for (int i = 0; i < 2 && !p; i++)
-        p = dlvsym(RTLD_NEXT, "dlsym", versions[i]);
-    if (!p) {
-        void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
-        for (int i = 0; i < 2 && libc && !p; i++)
-            p = dlvsym(libc, "dlsym", versions[i]);
-    }
-    real_dlsym = (void *(*)(void *, const char *))p;
-}
+/* real address -> wrapper, sorted by real address for bsearch; made once, after
+ * initialisation (cb_real is filled then). */
+struct cb_swap_entry { uintptr_t real; void *wrapper; };
+static struct cb_swap_entry cb_swap_table[CB_HOOK_COUNT];
+static size_t cb_swap_count;
+static pthread_once_t cb_swap_once = PTHREAD_ONCE_INIT;
 
 static int swap_cmp(const void *a, const void *b)
 {
@@ -62,140 +35,23 @@ static int swap_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* The wrapper for a real driver address, or the address itself. */
+static void swap_table(void)
+{
+    for (size_t i = 0; i < CB_HOOK_COUNT; i++)
+        if (cb_real[i] && cb_real[i] != cb_wrappers[i])
+            cb_swap_table[cb_swap_count++] = (struct cb_swap_entry){(uintptr_t)cb_real[i], cb_wrappers[i]};
+    qsort(cb_swap_table, cb_swap_count, sizeof cb_swap_table[0], swap_cmp);
+    cb_log(CB_LOG_NOTICE, "%zu driver functions wrapped", cb_swap_count);
+}
+
+/* The wrapper for a real driver address, or the address itself (cubatch
+ * initialised). */
 static void *cb_swap(void *p)
 {
+    pthread_once(&cb_swap_once, swap_table);
     struct cb_swap_entry key = {(uintptr_t)p, NULL};
     const struct cb_swap_entry *e = bsearch(&key, cb_swap_table, cb_swap_count, sizeof key, swap_cmp);
     return e ? e->wrapper : p;
-}
-
-/* The real function behind p, if p is one of our own wrappers (a driver whose
- * resolver went through the global symbol scope would hand those back), else p:
- * cubatch must never call its own wrappers, or a submission would flush itself. */
-static void *cb_unwrap(void *p)
-{
-    for (size_t i = 0; i < CB_HOOK_COUNT; i++)
-        if (p == cb_hooks[i].wrapper)
-            return cb_real[i];
-    return p;
-}
-
-static void *sym(void *h, const char *name) { return h ? real_dlsym(h, name) : NULL; }
-
-static void decide_batching(void)
-{
-    cb_batching = 0;
-#if CUDA_VERSION >= 13000
-    int v = 0;
-    if (!cb_drv.DriverGetVersion || cb_drv.DriverGetVersion(&v) != CUDA_SUCCESS) {
-        cb_batching_reason = "cuDriverGetVersion failed";
-        return;
-    }
-    if (v < 13000) {
-        cb_batching_reason = "driver older than CUDA 13.0";
-        cb_log(CB_LOG_NOTICE, "driver reports version %d (< 13000): pure pass-through", v);
-        return;
-    }
-    void *p = NULL;
-    CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-    if (!cb_drv.GetProcAddress_v2 ||
-        cb_drv.GetProcAddress_v2("cuMemcpyBatchAsync", &p, 13000, 0, &st) != CUDA_SUCCESS || !p) {
-        cb_batching_reason = "driver has no CUDA 13.0 cuMemcpyBatchAsync entry point";
-        return;
-    }
-    cb_drv.MemcpyBatchAsync = (__typeof__(cb_drv.MemcpyBatchAsync))cb_unwrap(p);
-    if (!cb_opt(CB_OPT_enable)) {
-        cb_batching_reason = "switched off (CUBATCH_ENABLE=0)";
-        return;
-    }
-    cb_batching = 1;
-    cb_batching_reason = "ok";
-#else
-    cb_batching_reason = "built against CUDA headers older than 13.0";
-#endif
-}
-
-void cb_init_slow(void)
-{
-    if (cb_in_init)
-        return; /* re-entered from libcuda's own dlsym calls while we load it */
-    pthread_mutex_lock(&cb_init_lock);
-    if (atomic_load(&cb_init_done)) {
-        pthread_mutex_unlock(&cb_init_lock);
-        return;
-    }
-    cb_in_init = 1;
-    if (!real_dlsym)
-        cb_real_dlsym_init();
-    cb_config_load();
-    void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-    if (!h)
-        h = dlopen("libcuda.so.1", RTLD_LAZY);
-    for (size_t i = 0; i < CB_HOOK_COUNT; i++) {
-        cb_real[i] = sym(h, cb_hooks[i].name);
-        if (cb_real[i] && cb_real[i] != cb_hooks[i].wrapper)
-            cb_swap_table[cb_swap_count++] = (struct cb_swap_entry){(uintptr_t)cb_real[i], cb_hooks[i].wrapper};
-    }
-    qsort(cb_swap_table, cb_swap_count, sizeof cb_swap_table[0], swap_cmp);
-    cb_drv.GetProcAddress_v2 = CB_REAL(cuGetProcAddress_v2);
-    cb_drv.DriverGetVersion = sym(h, "cuDriverGetVersion");
-    cb_drv.PointerGetAttributes = sym(h, "cuPointerGetAttributes");
-    cb_drv.StreamIsCapturing = sym(h, "cuStreamIsCapturing");
-    cb_drv.StreamIsCapturing_ptsz = sym(h, "cuStreamIsCapturing_ptsz");
-    cb_drv.StreamGetFlags = sym(h, "cuStreamGetFlags");
-    cb_drv.StreamGetCtx = sym(h, "cuStreamGetCtx");
-    cb_drv.StreamGetDevice = sym(h, "cuStreamGetDevice");
-    cb_drv.CtxGetCurrent = sym(h, "cuCtxGetCurrent");
-    cb_drv.CtxSetCurrent = sym(h, "cuCtxSetCurrent");
-    cb_drv.CtxGetDevice = sym(h, "cuCtxGetDevice");
-    cb_drv.CtxPushCurrent = sym(h, "cuCtxPushCurrent_v2");
-    cb_drv.CtxPopCurrent = sym(h, "cuCtxPopCurrent_v2");
-    cb_drv.CtxGetApiVersion = sym(h, "cuCtxGetApiVersion");
-    cb_drv.DevicePrimaryCtxGetState = sym(h, "cuDevicePrimaryCtxGetState");
-    cb_drv.DevicePrimaryCtxRetain = sym(h, "cuDevicePrimaryCtxRetain");
-    cb_drv.DevicePrimaryCtxRelease = CB_REAL(cuDevicePrimaryCtxRelease_v2);
-    cb_drv.StreamCreate = sym(h, "cuStreamCreate");
-    cb_drv.EventCreate = sym(h, "cuEventCreate");
-    cb_drv.EventRecord = CB_REAL(cuEventRecord);
-    cb_drv.EventRecord_ptsz = CB_REAL(cuEventRecord_ptsz);
-    cb_drv.StreamWaitEvent = CB_REAL(cuStreamWaitEvent);
-    cb_drv.StreamWaitEvent_ptsz = CB_REAL(cuStreamWaitEvent_ptsz);
-    cb_driver_found = h != NULL;
-    if (h) {
-        decide_batching();
-    } else {
-        cb_batching_reason = "libcuda.so.1 not found";
-    }
-    if (!cb_batching && (cb_opt(CB_OPT_overlap) || cb_opt(CB_OPT_src_order) != CB_SRC_ORDER_STREAM))
-        cb_warn("CUBATCH_OVERLAP / CUBATCH_SRC_ORDER cannot be honoured: batching is unavailable (%s)",
-                cb_batching_reason);
-    if (!cb_batching && cb_opt(CB_OPT_stats) != CB_STATS_OFF)
-        cb_log(CB_LOG_WARN, "batching unavailable (%s): every copy passes through", cb_batching_reason);
-    cb_log(CB_LOG_NOTICE, "batching %s (%s); %zu driver functions wrapped", cb_batching ? "on" : "off",
-           cb_batching_reason, cb_swap_count);
-    cb_config_describe();
-    cb_api_init();
-    atomic_store_explicit(&cb_init_done, 1, memory_order_release);
-    cb_in_init = 0;
-    pthread_mutex_unlock(&cb_init_lock);
-}
-
-/* A wrapper called with no real function behind it.  Without cubatch the
- * program could not have reached a function the driver lacks (its dlsym would
- * say NULL, its -lcuda link would not load), so there is no answer to copy; the
- * answer is quiet and the same every time: CUDA_ERROR_STUB_LIBRARY when no
- * driver could be loaded at all (what every function of the toolkit's stub
- * libcuda answers), CUDA_ERROR_NOT_SUPPORTED when the driver lacks just this
- * function.  A notice (log level 2) tells it once per function. */
-CUresult cb_absent(int id)
-{
-    static atomic_uchar told[CB_HOOK_COUNT];
-    CUresult rc = cb_driver_found ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_STUB_LIBRARY;
-    if (!atomic_exchange(&told[id], 1))
-        cb_log(CB_LOG_NOTICE, "%s called, but %s: it returns %d", cb_hooks[id].name,
-               cb_driver_found ? "the driver does not export it" : "no CUDA driver could be loaded", (int)rc);
-    return rc;
 }
 
 /* Driver functions are named cu + an upper-case letter; only those are ours to
@@ -218,7 +74,7 @@ static int addr_cmp(const void *a, const void *b)
 static void own_table(void)
 {
     for (size_t i = 0; i < CB_HOOK_COUNT; i++)
-        cb_own[i] = (uintptr_t)cb_hooks[i].wrapper;
+        cb_own[i] = (uintptr_t)cb_wrappers[i];
     qsort(cb_own, CB_HOOK_COUNT, sizeof cb_own[0], addr_cmp);
 }
 
@@ -335,7 +191,7 @@ CB_DLSYM_VISIBILITY CB_UNINSTRUMENTED void *CB_DLSYM_IMPL(void *handle, const ch
     if (handle == RTLD_NEXT || !name || !is_driver_name(name))
         return real_dlsym(handle, name); /* only without the x86-64 entry above */
     void *p = real_dlsym(handle, name);
-    if (!p || cb_in_init)
+    if (!p || cb_init_running())
         return p;
     if (is_own_wrapper(p)) {
         /* The lookup found cubatch's export (RTLD_DEFAULT, or a handle whose
@@ -358,9 +214,10 @@ CB_DLSYM_VISIBILITY CB_UNINSTRUMENTED void *CB_DLSYM_IMPL(void *handle, const ch
     return cb_swap(p);
 }
 
-/* The three resolvers differ only in arity: ask the real one, keep its answer,
- * swap the pointer if (and only if) it is a function we wrap. */
-#define CB_RESOLVER(name, params, args)                                  \
+/* The resolvers (the RESOLVER rows of hooks.def) differ only in arity: ask the
+ * real one, keep its answer, swap the pointer if (and only if) it is a function
+ * we wrap. */
+#define CB_RESOLVE_RESOLVER(name, params, args)                           \
     CB_EXPORT CUresult CUDAAPI name params                               \
     {                                                                    \
         cb_init();                                                       \
@@ -372,14 +229,16 @@ CB_DLSYM_VISIBILITY CB_UNINSTRUMENTED void *CB_DLSYM_IMPL(void *handle, const ch
             *pfn = cb_swap(*pfn);                                        \
         return r;                                                        \
     }
-
-CB_RESOLVER(cuGetProcAddress, (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags),
-            (symbol, pfn, cudaVersion, flags))
-CB_RESOLVER(cuGetProcAddress_v2,
-            (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
-             CUdriverProcAddressQueryResult *symbolStatus),
-            (symbol, pfn, cudaVersion, flags, symbolStatus))
-CB_RESOLVER(cuGetProcAddress_v2_ptsz,
-            (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
-             CUdriverProcAddressQueryResult *symbolStatus),
-            (symbol, pfn, cudaVersion, flags, symbolStatus))
+#define CB_RESOLVE_OTHER(name, params, args)
+#define CB_RESOLVE_COPY CB_RESOLVE_OTHER
+#define CB_RESOLVE_STREAM CB_RESOLVE_OTHER
+#define CB_RESOLVE_STREAM2 CB_RESOLVE_OTHER
+#define CB_RESOLVE_STREAM_FREE CB_RESOLVE_OTHER
+#define CB_RESOLVE_DESTROY_STREAM CB_RESOLVE_OTHER
+#define CB_RESOLVE_CONTEXT CB_RESOLVE_OTHER
+#define CB_RESOLVE_FREE CB_RESOLVE_OTHER
+#define CB_RESOLVE_DESTROY_CTX CB_RESOLVE_OTHER
+#define CB_RESOLVE_PRIMARY_CTX CB_RESOLVE_OTHER
+#define CB_HOOK(name, ptsz, action, aarg, params, args) CB_RESOLVE_##action(name, params, args)
+#include "hooks.def"
+#undef CB_HOOK

@@ -1,10 +1,10 @@
 /* run.h - a run: the copies deferred on one stream, in program order, waiting to
- * be submitted together.  Shared by queue.c (collecting, hazards, triggers) and
- * submit.c (turning a run into driver calls). */
+ * be submitted together; and the store of runs (run.c), with the hazard index
+ * of each (hazard.c). */
 #ifndef CUBATCH_RUN_H
 #define CUBATCH_RUN_H
 
-#include "internal.h"
+#include "engine.h"
 
 #include <uthash.h>
 
@@ -20,42 +20,67 @@ struct cb_run_key {
 struct cb_run {
     UT_hash_handle hh;
     struct cb_run_key key;
-    int ptds;           /* a per-thread default stream: only its owner may submit to it */
-    int orphan;         /* its owner thread has exited */
-    int blocking;       /* synchronizes with the legacy stream */
-    int active;         /* counted in cb_active (see queue.c) */
-    int queued;         /* counted in cb_nonempty */
-    CUcontext ctx;
-    int device;
-    /* the queued copies, struct-of-arrays so a batch needs no copying */
-    CUdeviceptr *dsts, *srcs;
-    size_t *sizes;
-    unsigned char *hooks;  /* entry point each copy came through */
-    CUstream *streams;     /* stream argument as the program passed it */
-    size_t n, cap;
-    struct cb_iset writes, reads;
-    uint64_t opened_ns; /* when the first copy was queued */
-    size_t seen_n;      /* n at the timer's previous look (flusher.c) */
-    uint64_t last_copy_ns, pace_ns; /* the stream's copy pace (queue.c, run_pace) */
-    unsigned idle_looks;/* consecutive looks that found n unchanged */
-    CUevent ev_start;   /* per-thread stream: recorded on it when the run opened */
-    CUevent ev_join;    /* per-thread stream: side-submitted, owner must wait on it */
-    int legacy_joined;  /* the legacy stream already waits on ev_join */
-    CUresult pending;   /* error of a flush made on this stream's behalf, not yet reported */
+    struct cb_stream_facts facts; /* learned when the run opened (cb_run_open) */
+    struct cb_copies q;           /* the queued copies */
+    struct cb_iset writes, reads; /* what they write and read (hazard.c) */
+    int active;                   /* counted in cb_runs_active() */
+    int queued;                   /* counted in cb_runs_nonempty() */
+    uint64_t opened_ns;           /* when the first copy was queued */
+    size_t seen_n;                /* q.n at the timer's previous look (flush.c) */
+    unsigned idle_looks;          /* consecutive looks that found q.n unchanged */
+    uint64_t last_copy_ns, pace_ns; /* the stream's copy pace (copy.c) */
+    CUresult pending; /* error of a flush made on this stream's behalf, not yet reported */
 };
 
-/* submit.c */
-CUresult cb_submit(struct cb_run *run, int owner);  /* run->n > 0; empties nothing */
-CUresult cb_owner_join(struct cb_run *run);         /* owner waits for a side submission */
-CUresult cb_legacy_join(struct cb_run *run);        /* the legacy stream waits for it */
-CUresult cb_ptds_open(struct cb_run *run);          /* record ev_start on the owner's stream */
-void cb_ptds_release(struct cb_run *run);           /* give ev_start back */
-void cb_submit_forget_context(CUcontext ctx);
-void cb_submit_atfork_child(void);
+/* A copy the program asked for, classified (copy.c). */
+struct cb_copy_req {
+    int hook;
+    CUdeviceptr dst, src;
+    size_t bytes;
+    CUstream stream; /* as the program passed it */
+    enum cb_stream_kind sk;
+    struct cb_class dcls, scls;
+};
 
-/* Make ctx current for the duration of a submission from any thread. */
-struct cb_ctx_guard { int pushed; };
-CUresult cb_ctx_enter(CUcontext ctx, struct cb_ctx_guard *g);
-void cb_ctx_leave(struct cb_ctx_guard *g);
+/* ---- run.c: the store of runs ------------------------------------------------------ */
+/* One lock guards every run.  The copy path takes it once per copy (uncontended:
+ * tens of ns); submissions happen under it too. */
+void cb_runs_lock(void);
+void cb_runs_unlock(void);
+int cb_runs_trylock(void);    /* 0 when taken */
+int cb_runs_locked_here(void); /* this thread holds it: a submission's driver call re-entered a wrapper */
+struct cb_run_key cb_run_key_of(CUstream s, enum cb_stream_kind sk);
+struct cb_run *cb_run_find(const struct cb_run_key *key);   /* lock held; NULL: none */
+struct cb_run *cb_run_create(const struct cb_run_key *key); /* lock held; NULL: out of memory */
+void cb_run_free(struct cb_run *run);                       /* lock held */
+/* Learn what the run's stream is (run->facts); -1 when a driver query failed.
+ * For a per-thread stream, the owner's earlier side submission is joined and
+ * ev_start recorded. */
+int cb_run_open(struct cb_run *run, CUstream stream);
+/* Queue a copy (hazards already checked); -1 out of memory (nothing queued, the
+ * hazard sets possibly larger: only ever more conservative). */
+int cb_run_append(struct cb_run *run, const struct cb_copy_req *rq);
+int cb_run_hazard(const struct cb_run *run, const struct cb_copy_req *rq);
+void cb_run_clear(struct cb_run *run);      /* after a submission */
+void cb_run_set_active(struct cb_run *run); /* after any change of q.n, pending, fences */
+int cb_run_is_owner(const struct cb_run *run);
+int cb_runs_active(void);   /* some run holds copies, a pending join or a pending error */
+int cb_runs_nonempty(void); /* some run holds copies */
+/* Each run, in turn (lock held); the current one may be freed. */
+#define CB_RUNS_EACH(run, tmp) HASH_ITER(hh, cb_run_table, run, tmp)
+extern struct cb_run *cb_run_table;
+void cb_forget_context_runs(CUcontext ctx); /* lock held: its runs' events died with it */
+void cb_runs_atfork_child(void);           /* the child's store is empty, its lock new */
 
-#endif
+/* ---- hazard.c: interval sets --------------------------------------------------------- */
+/* Add [lo, hi), merging what it overlaps or touches; -1 out of memory. */
+int cb_iset_add(struct cb_iset *s, uintptr_t lo, uintptr_t hi);
+void cb_iset_free(struct cb_iset *s);
+/* Rule 5: may a copy (dst d, src s, n bytes) NOT join a run that writes `writes`
+ * and reads `reads`? */
+int cb_hazard(const struct cb_iset *writes, const struct cb_iset *reads, uintptr_t d, uintptr_t s, uintptr_t n);
+/* For the unit tests: index of the first copy {dst, src, n} of a list that may not
+ * join the run formed by those before it, -1 if none (-2 out of memory). */
+int cb_hazard_probe(const uintptr_t (*copies)[3], size_t n);
+
+#endif /* CUBATCH_RUN_H */

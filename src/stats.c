@@ -42,11 +42,39 @@ static const char *const cb_stat_docs[CB_STAT_COUNT] = {
 #include "stats.def"
 #undef CB_STAT
 };
+#define CB_KIND_IS_MAX_SUM 0
+#define CB_KIND_IS_MAX_MAX 1
+#define CB_KIND_IS_MAX_FLUSH 0
 static const unsigned char cb_stat_is_max[CB_STAT_COUNT] = {
-#define CB_STAT(name, kind, doc) (sizeof(#kind) == 4 && #kind[0] == 'M'),
+#define CB_STAT(name, kind, doc) CB_KIND_IS_MAX_##kind,
 #include "stats.def"
 #undef CB_STAT
 };
+/* The counter of each flush reason (enum cb_flush_why is made from the same rows). */
+static const enum cb_stat_id cb_why_stat[CB_WHY_COUNT] = {
+#define CB_STAT(name, kind, doc) CB_WHY_STAT_##kind(name)
+#define CB_WHY_STAT_SUM(name)
+#define CB_WHY_STAT_MAX(name)
+#define CB_WHY_STAT_FLUSH(name) [CB_WHY_##name] = CB_ST_##name,
+#include "stats.def"
+#undef CB_STAT
+};
+/* The copies_* counters are indexed by direction. */
+_Static_assert(CB_ST_copies_d2h == CB_ST_copies_h2d + CB_D_D2H && CB_ST_copies_d2d == CB_ST_copies_h2d + CB_D_D2D &&
+                   CB_ST_copies_h2h == CB_ST_copies_h2d + CB_D_H2H,
+               "stats.def's copies_* rows follow enum cb_direction");
+
+enum cb_stat_id cb_flush_stat(enum cb_flush_why why) { return cb_why_stat[why]; }
+
+/* Said in the report's first line (set at initialisation). */
+static int cb_batching_on;
+static const char *cb_batching_reason = "not initialised";
+
+void cb_stats_set_batching(int on, const char *reason)
+{
+    cb_batching_on = on;
+    cb_batching_reason = reason;
+}
 
 static void thread_exit(void *p)
 {
@@ -100,9 +128,19 @@ static void stats_fork_child(void)
     memset(cb_stats_fallback.calls, 0, sizeof cb_stats_fallback.calls);
 }
 
-/* At initialisation, whether or not a copy is ever deferred: the queue's own
- * fork handlers (flusher.c) come only with the first deferred copy. */
-void cb_stats_init(void) { pthread_atfork(stats_fork_prepare, stats_fork_parent, stats_fork_child); }
+static void cb_stats_report(void);
+static void report_at_exit(void) { cb_stats_report(); }
+
+/* At initialisation, whether or not a copy is ever deferred (the flush's own
+ * fork handlers, life.c, come only with the first deferred copy).  The report is
+ * registered now, before the final flush (atexit runs in reverse order), so it
+ * is written after everything else of cubatch's at exit. */
+void cb_stats_init(void)
+{
+    pthread_atfork(stats_fork_prepare, stats_fork_parent, stats_fork_child);
+    if (cb_opt(CB_OPT_stats) != CB_STATS_OFF)
+        atexit(report_at_exit);
+}
 
 void cb_stat_max(enum cb_stat_id id, uint64_t value)
 {
@@ -149,18 +187,18 @@ size_t cb_stats_json(char *buf, size_t len)
     merge(v, calls);
     struct cb_out o = {buf, len, 0};
     out(&o, "{\"cubatch\":\"%s\",\"pid\":%d,\"batching\":%s,\"reason\":\"%s\",\"entry_points\":{",
-        PACKAGE_VERSION, (int)getpid(), cb_batching ? "true" : "false", cb_batching_reason);
+        PACKAGE_VERSION, (int)getpid(), cb_batching_on ? "true" : "false", cb_batching_reason);
     const char *sep = "";
     for (size_t i = 0; i < CB_HOOK_COUNT; i++)
-        if (cb_hooks[i].is_copy) {
-            out(&o, "%s\"%s\":%llu", sep, cb_hooks[i].name, (unsigned long long)calls[i]);
+        if (cb_hook_rows[i].is_copy) {
+            out(&o, "%s\"%s\":%llu", sep, cb_hook_rows[i].name, (unsigned long long)calls[i]);
             sep = ",";
         }
     out(&o, "},\"calls\":{");
     sep = "";
     for (size_t i = 0; i < CB_HOOK_COUNT; i++)
         if (calls[i]) {
-            out(&o, "%s\"%s\":%llu", sep, cb_hooks[i].name, (unsigned long long)calls[i]);
+            out(&o, "%s\"%s\":%llu", sep, cb_hook_rows[i].name, (unsigned long long)calls[i]);
             sep = ",";
         }
     out(&o, "},\"counters\":{");
@@ -177,11 +215,11 @@ static void report_text(struct cb_out *o)
     uint64_t v[CB_STAT_COUNT], calls[CB_HOOK_COUNT];
     merge(v, calls);
     out(o, "cubatch %s report (pid %d): batching %s (%s)\n", PACKAGE_VERSION, (int)getpid(),
-        cb_batching ? "on" : "off", cb_batching_reason);
+        cb_batching_on ? "on" : "off", cb_batching_reason);
     out(o, "  %-28s %14s\n", "copy entry point", "calls");
     for (size_t i = 0; i < CB_HOOK_COUNT; i++)
-        if (cb_hooks[i].is_copy && calls[i])
-            out(o, "  %-28s %14llu\n", cb_hooks[i].name, (unsigned long long)calls[i]);
+        if (cb_hook_rows[i].is_copy && calls[i])
+            out(o, "  %-28s %14llu\n", cb_hook_rows[i].name, (unsigned long long)calls[i]);
     out(o, "  %-28s %14s  %s\n", "counter", "value", "meaning");
     for (size_t i = 0; i < CB_STAT_COUNT; i++)
         if (v[i] || i == CB_ST_copies || i == CB_ST_deferred || i == CB_ST_batches)
@@ -189,29 +227,6 @@ static void report_text(struct cb_out *o)
     if (v[CB_ST_batches])
         out(o, "  %-28s %14.1f  %s\n", "mean_batch", (double)v[CB_ST_batched_copies] / (double)v[CB_ST_batches],
             "copies per batch");
-}
-
-/* CUBATCH_STATS_FILE's escapes: %p the process id, %h the host name, %% a
- * percent sign (as valgrind, LLVM_PROFILE_FILE and Nsight Systems take them). */
-int cb_stats_pattern_check(const char *pattern, char *why, size_t len)
-{
-    for (const char *p = pattern; *p; p++) {
-        if (*p != '%')
-            continue;
-        p++;
-        if (*p == 'p' || *p == 'h' || *p == '%')
-            continue;
-        char what[16];
-        if (!*p)
-            snprintf(what, sizeof what, "a lone %%");
-        else if (isprint((unsigned char)*p))
-            snprintf(what, sizeof what, "%%%c", *p);
-        else
-            snprintf(what, sizeof what, "%%\\x%02x", (unsigned char)*p);
-        snprintf(why, len, "%s is not an escape it takes (%%p process id, %%h host name, %%%% a percent sign)", what);
-        return -1;
-    }
-    return 0;
 }
 
 /* The file name for this process; -1 when it does not fit. */
@@ -358,7 +373,7 @@ static char *report_text_alloc(uint64_t mode, size_t *n)
     return NULL;
 }
 
-void cb_stats_report(void)
+static void cb_stats_report(void)
 {
     uint64_t mode = cb_opt(CB_OPT_stats);
     if (mode == CB_STATS_OFF)

@@ -106,9 +106,9 @@ grep -q 'report (pid' "$txt" && ok "CUBATCH_STATS_FILE alone: text report" || ba
 rm -f "$txt"
 
 # the README's option table is the generated one
-gen=$(sh "$s/tools/options-table.sh" 2>/dev/null || bash "$s/tools/options-table.sh")
+gen=$("$b/tools/options-doc" --markdown)
 doc=$(sed -n '/options-table: begin/,/options-table: end/p' "$s/README.md" | sed '1d;$d')
-[ "$gen" = "$doc" ] && ok "README option table up to date" || bad "README option table differs from tools/options-table.sh"
+[ "$gen" = "$doc" ] && ok "README option table up to date" || bad "README option table differs from tools/options-doc --markdown"
 
 # the quick start's demo, against the simulated driver
 demo=$(CUBATCH_BUILDDIR="$b" sh "$s/examples/run-demo.sh" --sim 2>&1); rc=$?

@@ -1,30 +1,30 @@
-/* check_units.c - the pure parts of cubatch, tested in-process through the
- * cubatch__* test hooks the library exports: option parsing, the size policy,
- * and the hazard rule (DESIGN.md rule 5) against a brute-force reference. */
-#include "config.h" /* _GNU_SOURCE */
+/* check_units.c - the pure parts of cubatch, tested in-process, linked with the
+ * library's internals (src/libcubatch-core.la, nothing exported for the tests):
+ * option parsing, the size policy, and the hazard rule (DESIGN.md rule 5)
+ * against a brute-force reference. */
+#include "run.h"
+
 #include <check.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-int cubatch__parse_option(const char *name, const char *text, uint64_t *out);
-int cubatch__policy_defer(const char *policy, int direction, size_t bytes);
-int cubatch__hazard_probe(const uintptr_t (*copies)[3], size_t n);
-int cubatch__policy_check(const char *policy, uint64_t max_copy, char *why, size_t len);
-
-enum { H2D, D2H, D2D, H2H };
+#define H2D CB_D_H2D
+#define D2H CB_D_D2H
+#define D2D CB_D_D2D
+#define H2H CB_D_H2H
 
 static uint64_t parsed(const char *name, const char *text)
 {
     uint64_t v = 12345;
-    ck_assert_int_eq(cubatch__parse_option(name, text, &v), 0);
+    ck_assert_int_eq(cb_parse_option(name, text, &v), 0);
     return v;
 }
 
 static void rejected(const char *name, const char *text)
 {
     uint64_t v = 777;
-    ck_assert_msg(cubatch__parse_option(name, text, &v) == -1, "%s=%s should be rejected", name, text);
+    ck_assert_msg(cb_parse_option(name, text, &v) == -1, "%s=%s should be rejected", name, text);
 }
 
 START_TEST(bool_words)
@@ -83,35 +83,35 @@ END_TEST
 START_TEST(policy_default_follows_measurement)
 {
     /* DESIGN.md section 4: H2D 8-28 KiB is slower as a batch on this driver. */
-    ck_assert_int_eq(cubatch__policy_defer(NULL, H2D, 512), 1);
-    ck_assert_int_eq(cubatch__policy_defer(NULL, H2D, 4096), 1);
-    ck_assert_int_eq(cubatch__policy_defer(NULL, H2D, 8191), 1);
-    ck_assert_int_eq(cubatch__policy_defer(NULL, H2D, 8192), 0);
-    ck_assert_int_eq(cubatch__policy_defer(NULL, H2D, 16384), 0);
-    ck_assert_int_eq(cubatch__policy_defer(NULL, H2D, 24576), 0);
-    ck_assert_int_eq(cubatch__policy_defer(NULL, H2D, 28 * 1024 - 1), 0);
-    ck_assert_int_eq(cubatch__policy_defer(NULL, H2D, 28 * 1024), 1);
-    ck_assert_int_eq(cubatch__policy_defer(NULL, H2D, 1 << 20), 1);
-    ck_assert_int_eq(cubatch__policy_defer(NULL, D2H, 16384), 1);
-    ck_assert_int_eq(cubatch__policy_defer(NULL, D2D, 4096), 0); /* gain within noise: not deferred */
-    ck_assert_int_eq(cubatch__policy_defer(NULL, H2H, 4096), 0); /* not measured: not deferred */
-    ck_assert_int_eq(cubatch__policy_defer("default", H2D, 16384), 0);
+    ck_assert_int_eq(cb_policy_try(NULL, H2D, 512), 1);
+    ck_assert_int_eq(cb_policy_try(NULL, H2D, 4096), 1);
+    ck_assert_int_eq(cb_policy_try(NULL, H2D, 8191), 1);
+    ck_assert_int_eq(cb_policy_try(NULL, H2D, 8192), 0);
+    ck_assert_int_eq(cb_policy_try(NULL, H2D, 16384), 0);
+    ck_assert_int_eq(cb_policy_try(NULL, H2D, 24576), 0);
+    ck_assert_int_eq(cb_policy_try(NULL, H2D, 28 * 1024 - 1), 0);
+    ck_assert_int_eq(cb_policy_try(NULL, H2D, 28 * 1024), 1);
+    ck_assert_int_eq(cb_policy_try(NULL, H2D, 1 << 20), 1);
+    ck_assert_int_eq(cb_policy_try(NULL, D2H, 16384), 1);
+    ck_assert_int_eq(cb_policy_try(NULL, D2D, 4096), 0); /* gain within noise: not deferred */
+    ck_assert_int_eq(cb_policy_try(NULL, H2H, 4096), 0); /* not measured: not deferred */
+    ck_assert_int_eq(cb_policy_try("default", H2D, 16384), 0);
 }
 END_TEST
 
 START_TEST(policy_parsing)
 {
-    ck_assert_int_eq(cubatch__policy_defer("all", H2D, 16384), 1);
-    ck_assert_int_eq(cubatch__policy_defer("all", H2H, 1), 1);
-    ck_assert_int_eq(cubatch__policy_defer("none", D2H, 4096), 0);
-    ck_assert_int_eq(cubatch__policy_defer("d2h:1K-2K", D2H, 1024), 1);
-    ck_assert_int_eq(cubatch__policy_defer("d2h:1K-2K", D2H, 2048), 0); /* half-open */
-    ck_assert_int_eq(cubatch__policy_defer("d2h:1K-2K", H2D, 1500), 0); /* no band: never */
-    ck_assert_int_eq(cubatch__policy_defer("h2d:0-8K,d2d:64K-max", D2D, 1 << 30), 1);
+    ck_assert_int_eq(cb_policy_try("all", H2D, 16384), 1);
+    ck_assert_int_eq(cb_policy_try("all", H2H, 1), 1);
+    ck_assert_int_eq(cb_policy_try("none", D2H, 4096), 0);
+    ck_assert_int_eq(cb_policy_try("d2h:1K-2K", D2H, 1024), 1);
+    ck_assert_int_eq(cb_policy_try("d2h:1K-2K", D2H, 2048), 0); /* half-open */
+    ck_assert_int_eq(cb_policy_try("d2h:1K-2K", H2D, 1500), 0); /* no band: never */
+    ck_assert_int_eq(cb_policy_try("h2d:0-8K,d2d:64K-max", D2D, 1 << 30), 1);
     const char *bad[] = {"h2x:0-1K", "h2d", "h2d:1K", "h2d:2K-1K", "h2d:0-8K,", "h2d:a-b", "h2d:0-8K;d2h:0-1K",
                          "h2d:0-1,h2d:1-2,h2d:2-3,h2d:3-4,h2d:4-5,h2d:5-6,h2d:6-7,h2d:7-8,h2d:8-9"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        ck_assert_msg(cubatch__policy_defer(bad[i], H2D, 1) == -1, "policy \"%s\" should be rejected", bad[i]);
+        ck_assert_msg(cb_policy_try(bad[i], H2D, 1) == -1, "policy \"%s\" should be rejected", bad[i]);
 }
 END_TEST
 
@@ -122,7 +122,7 @@ START_TEST(sizes_as_documented)
     ck_assert_uint_eq(parsed("max_copy", "1TiB"), (uint64_t)1 << 40);
     ck_assert_uint_eq(parsed("max_copy", "1"), 1);
     rejected("max_copy", "2T");
-    ck_assert_int_eq(cubatch__policy_defer("h2d:1T-max", H2D, 4096), -1); /* above the 1M maximum copy */
+    ck_assert_int_eq(cb_policy_try("h2d:1T-max", H2D, 4096), -1); /* above the 1M maximum copy */
 }
 END_TEST
 
@@ -130,7 +130,7 @@ END_TEST
 static void policy_refused(const char *policy, uint64_t max_copy, const char *reason)
 {
     char why[512];
-    ck_assert_msg(cubatch__policy_check(policy, max_copy, why, sizeof why) == -1, "\"%s\" should be refused", policy);
+    ck_assert_msg(cb_policy_check(policy, max_copy, why, sizeof why) == -1, "\"%s\" should be refused", policy);
     ck_assert_msg(strstr(why, reason), "\"%s\": want \"%s\" in \"%s\"", policy, reason, why);
 }
 
@@ -139,8 +139,8 @@ START_TEST(policy_bands_checked)
     const uint64_t M = 1 << 20;
     char why[512];
     policy_refused("h2d:1G-2G", M, "h2d:1G-2G starts above CUBATCH_MAX_COPY (1M): no copy could ever use it");
-    ck_assert_int_eq(cubatch__policy_check("h2d:1G-2G", (uint64_t)2 << 30, why, sizeof why), 0);
-    ck_assert_int_eq(cubatch__policy_check("h2d:1M-2M", M, why, sizeof why), 0); /* a 1M copy may use it */
+    ck_assert_int_eq(cb_policy_check("h2d:1G-2G", (uint64_t)2 << 30, why, sizeof why), 0);
+    ck_assert_int_eq(cb_policy_check("h2d:1M-2M", M, why, sizeof why), 0); /* a 1M copy may use it */
     policy_refused("h2d:0-8K,h2d:4K-16K", M, "h2d:4K-16K overlaps h2d:0-8K");
     policy_refused("d2h:0-max,d2h:1K-2K", M, "d2h:1K-2K overlaps d2h:0-max");
     policy_refused("h2d:28K-max,h2d:0-8K", M, "h2d:0-8K comes after h2d:28K-max: list a direction's bands in "
@@ -153,14 +153,14 @@ START_TEST(policy_bands_checked)
     policy_refused("h2d:0-8K,", M, "an empty band");
     policy_refused("h2d:a-b", M, "is not DIR:LO-HI");
     /* other directions' bands interleave freely; the default and all fit any maximum */
-    ck_assert_int_eq(cubatch__policy_check("h2d:0-8K,d2h:0-max,h2d:28K-max", M, why, sizeof why), 0);
-    ck_assert_int_eq(cubatch__policy_check("default", 4096, why, sizeof why), 0);
-    ck_assert_int_eq(cubatch__policy_check(NULL, 1, why, sizeof why), 0);
-    ck_assert_int_eq(cubatch__policy_check("all", 1, why, sizeof why), 0);
+    ck_assert_int_eq(cb_policy_check("h2d:0-8K,d2h:0-max,h2d:28K-max", M, why, sizeof why), 0);
+    ck_assert_int_eq(cb_policy_check("default", 4096, why, sizeof why), 0);
+    ck_assert_int_eq(cb_policy_check(NULL, 1, why, sizeof why), 0);
+    ck_assert_int_eq(cb_policy_check("all", 1, why, sizeof why), 0);
 }
 END_TEST
 
-static int hazard_at(const uintptr_t (*c)[3], size_t n) { return cubatch__hazard_probe(c, n); }
+static int hazard_at(const uintptr_t (*c)[3], size_t n) { return cb_hazard_probe(c, n); }
 
 START_TEST(hazard_rules)
 {

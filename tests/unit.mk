@@ -7,7 +7,7 @@ check_PROGRAMS += tests/check_units
 TESTS += tests/check_units
 tests_check_units_SOURCES = tests/check_units.c
 tests_check_units_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
-tests_check_units_LDADD = src/libcubatch.la $(CHECK_LIBS)
+tests_check_units_LDADD = src/libcubatch-core.la $(CHECK_LIBS) -ldl -lpthread
 tests_check_units_LDFLAGS = -no-install $(AM_LDFLAGS)
 
 # The rules of DESIGN.md, end to end: probe scenarios under the preload against

@@ -1,0 +1,138 @@
+/* engine.c - how a run goes out.
+ *
+ * A run of CUBATCH_MIN_RUN copies or more is executed by the batch engine, in
+ * calls of at most CUBATCH_MAX_BATCH copies (DESIGN.md: one batch of 51,828
+ * descriptors crashed this driver); a shorter run goes out copy by copy through
+ * each copy's own entry point (rule 8: a batch of one is slower than the copy).
+ * What an engine refuses is replayed copy by copy, so that the failing copy gets
+ * the driver's own error and nothing is dropped (rule 9).
+ *
+ * Engines plug in through one table (struct cb_engine below): whether it takes
+ * a run, how many copies one call of it may carry, and the call itself.  The
+ * first engine of the table that takes a run executes it.
+ *
+ * Another thread's per-thread default stream cannot be named: its run goes to
+ * the side stream, fenced (ptds.c). */
+#include "engine.h"
+
+int cb_batching;
+const char *cb_batching_reason = "not initialised";
+
+struct cb_engine {
+    const char *name;
+    /* 1 when the engine takes these copies for this stream */
+    int (*takes)(const struct cb_copies *c, const struct cb_stream_facts *f);
+    size_t (*max_per_call)(void);
+    /* copies [off, off + n) on stream; the driver's result (not replayed).  For
+     * an engine with per_copy_streams, stream NULL means each copy's own stream
+     * argument, as the program passed it. */
+    CUresult (*submit)(const struct cb_copies *c, size_t off, size_t n, CUstream stream);
+    int per_copy_streams;
+};
+
+static int batch_takes(const struct cb_copies *c, const struct cb_stream_facts *f)
+{
+    (void)f;
+    return c->n >= cb_opt(CB_OPT_min_run);
+}
+static size_t batch_max(void) { return cb_opt(CB_OPT_max_batch); }
+
+/* The loop engine takes every run: the last row. */
+static int loop_takes(const struct cb_copies *c, const struct cb_stream_facts *f) { return (void)c, (void)f, 1; }
+static size_t loop_max(void) { return SIZE_MAX; }
+static CUresult loop_submit(const struct cb_copies *c, size_t off, size_t n, CUstream stream)
+{
+    CB_COUNT_N(singles, n);
+    return cb_loop_engine_submit(c, off, n, stream);
+}
+
+static const struct cb_engine cb_engines[] = {
+    {"batch", batch_takes, batch_max, cb_batch_engine_submit, 0},
+    {"loop", loop_takes, loop_max, loop_submit, 1},
+};
+
+void cb_engines_init(void)
+{
+    cb_batching = 0;
+    if (!cb_batch_engine_init(&cb_batching_reason))
+        return;
+    if (!cb_opt(CB_OPT_enable)) {
+        cb_batching_reason = "switched off (CUBATCH_ENABLE=0)";
+        return;
+    }
+    cb_batching = 1;
+    cb_batching_reason = "ok";
+}
+
+/* Copies [off, off + n) again one by one after an engine refused them, on the
+ * side stream or (NULL) each on its own stream argument. */
+static CUresult replay(const struct cb_engine *e, const struct cb_copies *c, size_t off, size_t n, CUstream stream,
+                       CUresult why)
+{
+    cb_log(CB_LOG_NOTICE, "%s engine refused %zu copies (%d); replaying them one by one", e->name, n, (int)why);
+    CB_COUNT(batch_errors);
+    CUresult first = CUDA_SUCCESS;
+    for (size_t i = off; i < off + n; i++) {
+        CUresult rc = cb_loop_engine_submit(c, i, 1, stream);
+        CB_COUNT(replayed);
+        if (rc != CUDA_SUCCESS) {
+            CB_COUNT(replay_errors);
+            if (first == CUDA_SUCCESS)
+                first = rc;
+        }
+    }
+    return first;
+}
+
+/* Every copy of c: on the side stream, or (side NULL) on the run's own stream. */
+static CUresult submit_on(const struct cb_copies *c, const struct cb_stream_facts *f, CUstream side)
+{
+    const struct cb_engine *e = cb_engines;
+    while (!e->takes(c, f))
+        e++;
+    CUstream own = f->ptds ? CU_STREAM_PER_THREAD : f->stream;
+    CUstream stream = side ? side : e->per_copy_streams ? NULL : own;
+    CUresult first = CUDA_SUCCESS;
+    size_t max = e->max_per_call();
+    for (size_t off = 0; off < c->n; off += max) {
+        size_t cnt = c->n - off < max ? c->n - off : max;
+        CUresult rc = e->submit(c, off, cnt, stream);
+        /* The loop engine's errors are the copies' own; any other engine's
+         * refusal is replayed.  Copies of one run never overlap, so running a
+         * copy again that the driver may already have done writes the same bytes. */
+        if (rc != CUDA_SUCCESS && !e->per_copy_streams)
+            rc = replay(e, c, off, cnt, side, rc);
+        if (rc != CUDA_SUCCESS && first == CUDA_SUCCESS)
+            first = rc;
+    }
+    return first;
+}
+
+/* Another thread's per-thread-stream run, through the side stream. */
+static CUresult submit_side(const struct cb_copies *c, struct cb_stream_facts *f)
+{
+    CUstream side;
+    struct cb_ctx_guard g;
+    CUresult begun = cb_side_begin(f, &side, &g);
+    if (!side)
+        return begun;
+    CUresult sub = submit_on(c, f, side);
+    CUresult end = cb_side_end(f, side, begun, &g);
+    return sub != CUDA_SUCCESS ? sub : end;
+}
+
+CUresult cb_engine_submit(const struct cb_copies *c, struct cb_stream_facts *f, int owner)
+{
+    if (f->ptds && !owner)
+        return submit_side(c, f);
+    struct cb_ctx_guard g;
+    CUresult rc = cb_ctx_enter(f->ctx, &g);
+    if (rc != CUDA_SUCCESS) {
+        /* cannot make its context current: still never drop the copies */
+        cb_log(CB_LOG_WARN, "cannot make the run's context current (%d); submitting anyway", (int)rc);
+    }
+    rc = submit_on(c, f, NULL);
+    cb_fence_release(f);
+    cb_ctx_leave(&g);
+    return rc;
+}

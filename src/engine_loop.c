@@ -1,0 +1,51 @@
+/* engine_loop.c - copies issued one by one, each through the very entry point
+ * the program called, with its own arguments: the copies of a run too short to
+ * batch (rule 8), the replay of a refused batch (rule 9), and every copy that
+ * passes through.  The forwarders are generated from the COPY rows of
+ * hooks.def: the direction of a row says the pointer types its entry takes. */
+#include "engine.h"
+
+/* The program's pointers, as each direction's entry point takes them. */
+#define CB_ARGS_CB_D_ANY(d, s) (d), (s)
+#define CB_ARGS_CB_D_H2D(d, s) (d), (const void *)(uintptr_t)(s)
+#define CB_ARGS_CB_D_D2H(d, s) (void *)(uintptr_t)(d), (s)
+#define CB_ARGS_CB_D_D2D(d, s) (d), (s)
+#define CB_ARGS(dir, d, s) CB_ARGS_(dir, d, s) /* dir expanded first */
+#define CB_ARGS_(dir, d, s) CB_ARGS_##dir(d, s)
+#define CB_DIR_OF(dir, ...) dir
+
+CUresult cb_issue_copy(int hook, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream)
+{
+    switch (hook) {
+#define CB_ISSUE_COPY(name, aarg)                                                       \
+    case CB_ID_##name:                                                                  \
+        return CB_REAL(name) ? CB_REAL(name)(CB_ARGS(CB_DIR_OF aarg, dst, src), bytes, stream) \
+                             : cb_absent(CB_ID_##name);
+#define CB_ISSUE_OTHER(name, aarg)
+#define CB_HOOK(name, ptsz, action, aarg, params, args) CB_ISSUE_##action(name, aarg)
+#define CB_ISSUE_STREAM CB_ISSUE_OTHER
+#define CB_ISSUE_STREAM2 CB_ISSUE_OTHER
+#define CB_ISSUE_STREAM_FREE CB_ISSUE_OTHER
+#define CB_ISSUE_DESTROY_STREAM CB_ISSUE_OTHER
+#define CB_ISSUE_CONTEXT CB_ISSUE_OTHER
+#define CB_ISSUE_FREE CB_ISSUE_OTHER
+#define CB_ISSUE_DESTROY_CTX CB_ISSUE_OTHER
+#define CB_ISSUE_PRIMARY_CTX CB_ISSUE_OTHER
+#define CB_ISSUE_RESOLVER CB_ISSUE_OTHER
+#include "hooks.def"
+#undef CB_HOOK
+    default:
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+}
+
+CUresult cb_loop_engine_submit(const struct cb_copies *c, size_t off, size_t n, CUstream stream)
+{
+    CUresult first = CUDA_SUCCESS;
+    for (size_t i = off; i < off + n; i++) {
+        CUresult rc = cb_issue_copy(c->hooks[i], c->dsts[i], c->srcs[i], c->sizes[i], stream ? stream : c->streams[i]);
+        if (rc != CUDA_SUCCESS && first == CUDA_SUCCESS)
+            first = rc;
+    }
+    return first;
+}

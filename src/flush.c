@@ -1,0 +1,196 @@
+/* flush.c - submitting runs, and every reason to: a call naming the stream, a
+ * legacy-stream call (rule 3), a context-wide call (rule 6), a hazard (rule 5),
+ * a full run or the timer (rule 7), exit and fork (rule 10), the owner of a
+ * per-thread stream exiting (rule 4).  Which wrapper asks for which is the ACTION
+ * column of hooks.def; the decision to flush on the copy path is copy.c's. */
+#include "run.h"
+
+static int cb_closed; /* after the final flush at exit: nothing more is deferred */
+
+int cb_flush_closed(void) { return cb_closed; }
+
+int cb_flush_pending(void) { return cb_runs_nonempty(); }
+
+CUresult cb_flush_run(struct cb_run *run, enum cb_flush_why why)
+{
+    CUresult rc = CUDA_SUCCESS;
+    int owner = cb_run_is_owner(run);
+    if (run->q.n > 0) {
+        cb_stats_thread()->v[cb_flush_stat(why)]++;
+        rc = cb_engine_submit(&run->q, &run->facts, owner);
+        cb_run_clear(run);
+    } else if (owner && run->facts.fence.ev_join) {
+        rc = cb_fence_owner_join(&run->facts);
+    }
+    CUresult pending = run->pending;
+    run->pending = CUDA_SUCCESS;
+    if (pending == CUDA_SUCCESS)
+        pending = rc;
+    /* Nobody is waiting on a timer flush: keep its error for the next call on
+     * this stream (or the next context-wide call). */
+    if (why == CB_WHY_flush_timer && pending != CUDA_SUCCESS) {
+        run->pending = pending;
+        pending = CUDA_SUCCESS;
+    }
+    cb_run_set_active(run);
+    return pending;
+}
+
+CUresult cb_flush_stream(CUstream s, int ptsz_entry, enum cb_flush_why why)
+{
+    if (cb_runs_locked_here() || !cb_runs_active())
+        return CUDA_SUCCESS;
+    enum cb_stream_kind sk = cb_stream_kind(s, ptsz_entry);
+    if (sk == CB_SK_LEGACY)
+        return cb_flush_legacy();
+    struct cb_run_key key = cb_run_key_of(s, sk);
+    CUresult rc = CUDA_SUCCESS;
+    cb_runs_lock();
+    struct cb_run *run = cb_run_find(&key);
+    if (run && run->active)
+        rc = cb_flush_run(run, why);
+    cb_runs_unlock();
+    return rc;
+}
+
+/* Flush every active run, or only blocking ones (legacy rule).  Lock held. */
+static CUresult flush_matching(int only_blocking, enum cb_flush_why why)
+{
+    CUresult first = CUDA_SUCCESS;
+    struct cb_run *run, *tmp;
+    CB_RUNS_EACH(run, tmp) {
+        if (!run->active || (only_blocking && !run->facts.blocking && !run->facts.ptds))
+            continue;
+        CUresult rc = cb_flush_run(run, why);
+        /* legacy-ordered calls (and context-wide ones, which include synchronous
+         * copies) must follow other threads' side-submitted per-thread copies */
+        if (why != CB_WHY_flush_timer && why != CB_WHY_flush_exit && rc == CUDA_SUCCESS && run->facts.ptds)
+            rc = cb_fence_legacy_join(&run->facts);
+        if (rc != CUDA_SUCCESS && first == CUDA_SUCCESS)
+            first = rc;
+    }
+    return first;
+}
+
+static CUresult flush_unless_idle(int only_blocking, enum cb_flush_why why)
+{
+    if (cb_runs_locked_here() || !cb_runs_active())
+        return CUDA_SUCCESS;
+    cb_runs_lock();
+    CUresult rc = flush_matching(only_blocking, why);
+    cb_runs_unlock();
+    return rc;
+}
+
+CUresult cb_flush_legacy(void) { return flush_unless_idle(1, CB_WHY_flush_legacy); }
+
+CUresult cb_flush_all(enum cb_flush_why why) { return flush_unless_idle(0, why); }
+
+CUresult cb_issue_ahead_of_run(const struct cb_copy_req *rq)
+{
+    if (!cb_runs_active() || cb_runs_locked_here())
+        return cb_issue_copy(rq->hook, rq->dst, rq->src, rq->bytes, rq->stream);
+    struct cb_run_key key = cb_run_key_of(rq->stream, rq->sk);
+    CUresult fe = CUDA_SUCCESS;
+    cb_runs_lock();
+    struct cb_run *run = cb_run_find(&key);
+    if (run && run->q.n > 0 && cb_run_hazard(run, rq))
+        fe = cb_flush_run(run, CB_WHY_flush_hazard);
+    else if (run && run->active && run->q.n == 0)
+        fe = cb_flush_run(run, CB_WHY_flush_stream); /* a pending join or error: settle it */
+    /* Issued under the lock so that no other thread can flush the run between the
+     * copy and the fence below. */
+    CUresult rc = cb_issue_copy(rq->hook, rq->dst, rq->src, rq->bytes, rq->stream);
+    if (run && run->q.n > 0 && run->facts.ptds && run->facts.fence.ev_start) {
+        /* Copies queued from now on may depend on this one; a side-stream
+         * submission waits for ev_start only, so move it past this copy. */
+        if (cb_fence_rerecord(&run->facts) != CUDA_SUCCESS && fe == CUDA_SUCCESS)
+            fe = cb_flush_run(run, CB_WHY_flush_stream);
+    }
+    cb_runs_unlock();
+    return fe != CUDA_SUCCESS ? fe : rc;
+}
+
+void cb_forget_stream(CUstream s)
+{
+    if (cb_stream_kind(s, 0) != CB_SK_CREATED)
+        return;
+    struct cb_run_key key = {(uintptr_t)s, 0};
+    cb_runs_lock();
+    struct cb_run *run = cb_run_find(&key);
+    if (run) {
+        if (run->q.n > 0) /* queued between the flush and the destroy by another thread */
+            cb_flush_run(run, CB_WHY_flush_stream);
+        cb_run_free(run);
+    }
+    cb_runs_unlock();
+}
+
+void cb_flush_thread_gone(void)
+{
+    cb_runs_lock();
+    struct cb_run_key key = {(uintptr_t)CU_STREAM_PER_THREAD, (uintptr_t)pthread_self()};
+    struct cb_run *run = cb_run_find(&key);
+    if (run) {
+        run->facts.orphan = 1; /* its stream can no longer be named: side stream */
+        if (run->q.n > 0)
+            cb_flush_run(run, CB_WHY_flush_exit);
+        cb_fence_legacy_join(&run->facts); /* nobody will join later: the legacy stream waits now */
+        cb_run_free(run);
+    }
+    cb_runs_unlock();
+}
+
+/* Rule 7: a run that did not grow over two looks of the timer (timer.c) in a
+ * row, i.e. no copy joined it for 2/10 to 3/10 of CUBATCH_FLUSH_US, is
+ * submitted: the program has moved on (to CPU work, say) and its copies should
+ * be running.  A run is also submitted, whatever its pace, once it is 10 x
+ * CUBATCH_FLUSH_US old (1 ms by default: a fast loop of 4096 copies fits; a
+ * shorter bound split such loops on the H200).  The copy path reads no clock
+ * for this (the pace rule, copy.c, does): the timer compares run lengths.  If
+ * the program holds the lock, it is busy queueing and the look is skipped. */
+int cb_flush_timer_look(uint64_t now_ns)
+{
+    if (!cb_runs_nonempty())
+        return 0;
+    if (cb_runs_trylock())
+        return 1;
+    uint64_t max_age = 10 * cb_opt(CB_OPT_flush_us) * 1000u;
+    struct cb_run *run, *tmp;
+    CB_RUNS_EACH(run, tmp) {
+        if (run->q.n == 0)
+            continue;
+        if (run->q.n != run->seen_n) {
+            run->seen_n = run->q.n;
+            run->idle_looks = 0;
+        } else {
+            run->idle_looks++;
+        }
+        if (run->idle_looks >= 2 || now_ns - run->opened_ns >= max_age)
+            cb_flush_run(run, CB_WHY_flush_timer);
+    }
+    cb_runs_unlock();
+    return 1;
+}
+
+void cb_flush_exit(void)
+{
+    cb_runs_lock();
+    flush_matching(0, CB_WHY_flush_exit);
+    cb_closed = 1;
+    cb_runs_unlock();
+}
+
+void cb_flush_atfork_prepare(void)
+{
+    cb_runs_lock();
+    flush_matching(0, CB_WHY_flush_exit); /* the parent loses nothing */
+}
+
+void cb_flush_atfork_parent(void) { cb_runs_unlock(); }
+
+void cb_flush_atfork_child(void)
+{
+    cb_runs_atfork_child();
+    cb_ptds_atfork_child();
+}

@@ -1,0 +1,58 @@
+/* life.c - process and thread life (rule 10, and rule 4's owners): flush
+ * everything at exit and before fork (the child starts with empty queues), and
+ * flush a per-thread-stream run when its owner thread exits.
+ *
+ * The exit and fork handlers are registered at the first deferred copy, so after
+ * the CUDA runtime's own exit handlers (atexit runs last-registered first): the
+ * final flush runs while the driver and contexts are still alive.  A process
+ * that never defers a copy registers nothing. */
+#include "internal.h"
+
+#include <stdlib.h>
+
+static atomic_int cb_armed; /* atexit/atfork registered */
+static pthread_key_t cb_owner_key;
+static pthread_once_t cb_owner_key_once = PTHREAD_ONCE_INIT;
+
+static void at_exit(void) { cb_flush_exit(); }
+
+static void fork_prepare(void)
+{
+    cb_timer_atfork_prepare();
+    cb_flush_atfork_prepare();
+}
+static void fork_parent(void)
+{
+    cb_flush_atfork_parent();
+    cb_timer_atfork_parent();
+}
+static void fork_child(void)
+{
+    cb_flush_atfork_child();
+    cb_timer_atfork_child();
+}
+
+void cb_life_arm(void)
+{
+    if (CB_LIKELY(atomic_load_explicit(&cb_armed, memory_order_relaxed)))
+        return;
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&cb_armed, &expected, 1))
+        return;
+    atexit(at_exit);
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+/* At the owner's exit its run is flushed through the side stream. */
+static void owner_gone(void *arg)
+{
+    (void)arg;
+    cb_flush_thread_gone();
+}
+static void make_owner_key(void) { pthread_key_create(&cb_owner_key, owner_gone); }
+
+void cb_life_watch_thread(void)
+{
+    pthread_once(&cb_owner_key_once, make_owner_key);
+    pthread_setspecific(cb_owner_key, (void *)1);
+}
