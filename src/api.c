@@ -1,5 +1,7 @@
 /* api.c - the public functions of include/cubatch.h. */
 #include "engine.h"
+#include "init.h"
+#include "stats.h"
 #include "cubatch.h"
 
 CB_EXPORT int cubatch_flush(void)

@@ -14,6 +14,7 @@
  * Another thread's per-thread default stream cannot be named: its run goes to
  * the side stream, fenced (ptds.c). */
 #include "engine.h"
+#include "stats.h"
 
 int cb_batching;
 const char *cb_batching_reason = "not initialised";

@@ -5,7 +5,8 @@
  * one with the other's signature corrupts the stream argument.  So the entry
  * point is asked of the driver at version 13000 (DESIGN.md section 2), and used
  * only when the library was built against CUDA 13 headers. */
-#include "engine.h"
+#include "engine_batch.h"
+#include "stats.h"
 
 #include <dlfcn.h>
 

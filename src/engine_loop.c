@@ -3,7 +3,7 @@
  * batch (rule 8), the replay of a refused batch (rule 9), and every copy that
  * passes through.  The forwarders are generated from the COPY rows of
  * hooks.def: the direction of a row says the pointer types its entry takes. */
-#include "engine.h"
+#include "engine_loop.h"
 
 /* The program's pointers, as each direction's entry point takes them. */
 #define CB_ARGS_CB_D_ANY(d, s) (d), (s)

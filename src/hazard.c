@@ -4,7 +4,7 @@
  * its read ranges as sorted disjoint intervals; the check is two binary
  * searches, the insert usually an append (copy loops walk memory upwards).
  * Exact: no false negatives; adjacent ranges do not conflict. */
-#include "run.h"
+#include "hazard.h"
 
 #include <stdlib.h>
 #include <string.h>

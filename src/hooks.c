@@ -6,6 +6,8 @@
  * as it would have seen an asynchronous error.  The resolvers (cuGetProcAddress
  * and its variants) are resolve.c's. */
 #include "internal.h"
+#include "init.h"
+#include "stats.h"
 
 static inline CUresult cb_finish(CUresult flush_rc, CUresult rc)
 {

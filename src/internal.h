@@ -103,14 +103,9 @@ static inline enum cb_stream_kind cb_stream_kind(CUstream s, int ptsz_entry)
 extern void *const cb_wrappers[CB_HOOK_COUNT]; /* each row's exported wrapper */
 
 /* ---- init.c: everything cubatch needs before its first decision -------------- */
-extern atomic_int cb_init_done; /* 1 once initialised; cb_init() is cheap after that */
+/* cb_init() (init.h) is what the entry points call first. */
+extern atomic_int cb_init_done; /* 1 once initialised */
 void cb_init_slow(void);
-static inline void cb_init(void)
-{
-    if (CB_LIKELY(atomic_load_explicit(&cb_init_done, memory_order_acquire)))
-        return;
-    cb_init_slow();
-}
 int cb_init_running(void); /* this thread is inside cb_init_slow (libcuda calling dlsym) */
 
 /* ==== decision ================================================================= */
@@ -206,15 +201,8 @@ struct cb_tstats {
     struct cb_tstats *next;
     int in_use;
 };
-extern CB_TLS struct cb_tstats *cb_tls_stats;
+/* This thread's counters (the fast path is inline in stats.h). */
 struct cb_tstats *cb_stats_thread_slow(void);
-static inline struct cb_tstats *cb_stats_thread(void)
-{
-    struct cb_tstats *t = cb_tls_stats;
-    return CB_LIKELY(t != NULL) ? t : cb_stats_thread_slow();
-}
-#define CB_COUNT(stat) (cb_stats_thread()->v[CB_ST_##stat]++)
-#define CB_COUNT_N(stat, n) (cb_stats_thread()->v[CB_ST_##stat] += (n))
 void cb_stat_max(enum cb_stat_id id, uint64_t value);
 enum cb_stat_id cb_flush_stat(enum cb_flush_why why); /* the counter of a flush reason */
 /* At initialisation: the report file's pattern is checked, the exit report

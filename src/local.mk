@@ -11,7 +11,8 @@ noinst_LTLIBRARIES += src/libcubatch-core.la
 include_HEADERS += include/cubatch.h
 
 src_libcubatch_core_la_SOURCES = \
-	src/internal.h src/run.h src/engine.h \
+	src/internal.h src/stats.h src/run.h src/hazard.h src/engine.h src/copies.h \
+	src/engine_batch.h src/engine_loop.h src/ptds.h \
 	src/hooks.def src/driver.def src/options.def src/stats.def \
 	src/copy.c src/context.c src/classify.c src/policy.c \
 	src/life.c src/timer.c src/flush.c \
@@ -20,7 +21,7 @@ src_libcubatch_core_la_SOURCES = \
 	src/stats.c src/config.c src/driver.c src/log.c src/clock.c
 src_libcubatch_core_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden -pthread
 
-src_libcubatch_la_SOURCES = src/hooks.c src/resolve.c src/api.c src/init.c
+src_libcubatch_la_SOURCES = src/init.h src/hooks.c src/resolve.c src/api.c src/init.c
 src_libcubatch_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden -pthread
 src_libcubatch_la_LDFLAGS = -avoid-version -module -no-undefined -shared -pthread \
 	-Wl,-Bsymbolic-functions $(AM_LDFLAGS)

@@ -15,7 +15,8 @@
  *
  * Callers hold the run lock (run.c), which also guards the per-context state
  * kept here. */
-#include "engine.h"
+#include "ptds.h"
+#include "stats.h"
 
 #include <stdlib.h>
 #include <uthash.h>

@@ -9,6 +9,8 @@
  * The driver picks the variant for the caller's version and flags; we only swap
  * it for our wrapper of that same variant.  No name guessing. */
 #include "internal.h"
+#include "init.h"
+#include "stats.h"
 
 #include <dlfcn.h>
 #include <limits.h>

@@ -5,12 +5,10 @@
 #define CUBATCH_RUN_H
 
 #include "engine.h"
+#include "hazard.h"
 
 #include <uthash.h>
 
-/* Disjoint half-open address intervals, sorted: the hazard index of a run. */
-struct cb_ival { uintptr_t lo, hi; };
-struct cb_iset { struct cb_ival *v; size_t n, cap; };
 
 struct cb_run_key {
     uintptr_t stream; /* the handle; CU_STREAM_PER_THREAD for a per-thread stream */
@@ -71,16 +69,5 @@ int cb_runs_nonempty(void); /* some run holds copies */
 extern struct cb_run *cb_run_table;
 void cb_forget_context_runs(CUcontext ctx); /* lock held: its runs' events died with it */
 void cb_runs_atfork_child(void);           /* the child's store is empty, its lock new */
-
-/* ---- hazard.c: interval sets --------------------------------------------------------- */
-/* Add [lo, hi), merging what it overlaps or touches; -1 out of memory. */
-int cb_iset_add(struct cb_iset *s, uintptr_t lo, uintptr_t hi);
-void cb_iset_free(struct cb_iset *s);
-/* Rule 5: may a copy (dst d, src s, n bytes) NOT join a run that writes `writes`
- * and reads `reads`? */
-int cb_hazard(const struct cb_iset *writes, const struct cb_iset *reads, uintptr_t d, uintptr_t s, uintptr_t n);
-/* For the unit tests: index of the first copy {dst, src, n} of a list that may not
- * join the run formed by those before it, -1 if none (-2 out of memory). */
-int cb_hazard_probe(const uintptr_t (*copies)[3], size_t n);
 
 #endif /* CUBATCH_RUN_H */

@@ -12,6 +12,7 @@
  * write.  When the report cannot be written there, a warning says why and the
  * report goes to stderr instead: it is never lost without a word. */
 #include "internal.h"
+#include "stats.h"
 
 #include <ctype.h>
 #include <errno.h>

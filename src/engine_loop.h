@@ -1,0 +1,14 @@
+/* engine_loop.h - the loop engine (engine_loop.c). */
+#ifndef CUBATCH_ENGINE_LOOP_H
+#define CUBATCH_ENGINE_LOOP_H
+
+#include "copies.h"
+
+/* ---- engine_loop.c: each copy through its own entry point ---------------------- */
+/* Issue one copy through the real variant of entry point `hook`, unchanged. */
+CUresult cb_issue_copy(int hook, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream);
+/* Copies [off, off + n), each on `stream` (NULL: the program's own stream
+ * argument); returns the first error. */
+CUresult cb_loop_engine_submit(const struct cb_copies *c, size_t off, size_t n, CUstream stream);
+
+#endif /* CUBATCH_ENGINE_LOOP_H */

@@ -1,0 +1,22 @@
+/* hazard.h - the hazard index of a run (hazard.c). */
+#ifndef CUBATCH_HAZARD_H
+#define CUBATCH_HAZARD_H
+
+#include "internal.h"
+
+/* Disjoint half-open address intervals, sorted: the hazard index of a run. */
+struct cb_ival { uintptr_t lo, hi; };
+struct cb_iset { struct cb_ival *v; size_t n, cap; };
+
+/* ---- hazard.c: interval sets --------------------------------------------------------- */
+/* Add [lo, hi), merging what it overlaps or touches; -1 out of memory. */
+int cb_iset_add(struct cb_iset *s, uintptr_t lo, uintptr_t hi);
+void cb_iset_free(struct cb_iset *s);
+/* Rule 5: may a copy (dst d, src s, n bytes) NOT join a run that writes `writes`
+ * and reads `reads`? */
+int cb_hazard(const struct cb_iset *writes, const struct cb_iset *reads, uintptr_t d, uintptr_t s, uintptr_t n);
+/* For the unit tests: index of the first copy {dst, src, n} of a list that may not
+ * join the run formed by those before it, -1 if none (-2 out of memory). */
+int cb_hazard_probe(const uintptr_t (*copies)[3], size_t n);
+
+#endif /* CUBATCH_HAZARD_H */

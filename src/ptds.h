@@ -1,0 +1,32 @@
+/* ptds.h - per-thread default streams and contexts (ptds.c). */
+#ifndef CUBATCH_PTDS_H
+#define CUBATCH_PTDS_H
+
+#include "copies.h"
+
+/* ---- ptds.c: per-thread default streams and contexts ----------------------------- */
+/* Make ctx current for the duration of a submission from any thread. */
+struct cb_ctx_guard { int pushed; };
+CUresult cb_ctx_enter(CUcontext ctx, struct cb_ctx_guard *g);
+void cb_ctx_leave(struct cb_ctx_guard *g);
+/* The owner opens a run: record ev_start on its per-thread stream. */
+CUresult cb_fence_open(struct cb_stream_facts *f);
+/* The run went out on the owner's stream (or never opened): give ev_start back. */
+void cb_fence_release(struct cb_stream_facts *f);
+/* A copy passed through on the owner's stream after the run opened: later
+ * queued copies may depend on it, so ev_start moves past it. */
+CUresult cb_fence_rerecord(struct cb_stream_facts *f);
+/* The owner's stream waits for an earlier side submission (before its next call). */
+CUresult cb_fence_owner_join(struct cb_stream_facts *f);
+/* The legacy stream waits for it (right before the next legacy-ordered call). */
+CUresult cb_fence_legacy_join(struct cb_stream_facts *f);
+/* Side submission: begin (context current, side stream waits for ev_start),
+ * then the copies go to *side (NULL: no side stream could be had), then end
+ * (ev_join recorded on the side stream unless begin failed). */
+CUresult cb_side_begin(struct cb_stream_facts *f, CUstream *side, struct cb_ctx_guard *g);
+CUresult cb_side_end(struct cb_stream_facts *f, CUstream side, CUresult begun, struct cb_ctx_guard *g);
+/* A context is gone: its helpers (side stream, events) died with it. */
+void cb_forget_context_helpers(CUcontext ctx);
+void cb_ptds_atfork_child(void); /* the child has no CUDA state of its own */
+
+#endif /* CUBATCH_PTDS_H */
