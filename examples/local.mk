@@ -3,7 +3,7 @@
 # examples/demo       driver-API program, built by `make` (no nvcc needed; it opens
 #                     libcuda.so.1 at run time, so it runs against the real or the
 #                     simulated driver); examples/run-demo.sh runs it under cubatch.
-# examples/kv_swap    CUDA runtime program, built only by `make examples-gpu` (nvcc).
+# examples/kv_cache_server    CUDA runtime program, built only by `make examples-gpu` (nvcc).
 # examples/torch_offload.py   PyTorch; run it with `cubatch --stats python3 ...`.
 noinst_PROGRAMS += examples/demo
 examples_demo_SOURCES = examples/demo.c
@@ -11,20 +11,20 @@ examples_demo_LDADD = -ldl
 
 EXTRA_DIST += \
 	examples/run-demo.sh \
-	examples/kv_swap.cu \
+	examples/kv_cache_server.cu \
 	examples/torch_offload.py
 
 # ---- GPU examples: `make examples-gpu` (needs nvcc; never part of all or check) ----
 NVCCFLAGS = -O2 -std=c++17
-examples/kv_swap: $(srcdir)/examples/kv_swap.cu
+examples/kv_cache_server: $(srcdir)/examples/kv_cache_server.cu
 	@if test -z "$(NVCC)"; then \
 	  echo "examples-gpu: nvcc not found; configure --with-cuda=DIR or put nvcc on PATH" >&2; \
 	  exit 1; fi
 	@$(MKDIR_P) examples
-	$(AM_V_GEN)$(NVCC) $(NVCCFLAGS) -o $@ $(srcdir)/examples/kv_swap.cu
-examples-gpu: examples/kv_swap
+	$(AM_V_GEN)$(NVCC) $(NVCCFLAGS) -o $@ $(srcdir)/examples/kv_cache_server.cu
+examples-gpu: examples/kv_cache_server
 .PHONY: examples-gpu
-CLEANFILES += examples/kv_swap
+CLEANFILES += examples/kv_cache_server
 
 # ---- the launcher: tools/cubatch.in -> cubatch -------------------------------------
 # (bin_SCRIPTS, CLEANFILES and EXTRA_DIST for it are in the top-level Makefile.am.)

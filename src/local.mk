@@ -8,7 +8,7 @@
 # test-only is exported from the production library.
 lib_LTLIBRARIES += src/libcubatch.la
 noinst_LTLIBRARIES += src/libcubatch-core.la
-include_HEADERS += include/cubatch.h
+nodist_include_HEADERS = include/cubatch.h
 
 src_libcubatch_core_la_SOURCES = \
 	src/internal.h src/stats.h src/run.h src/hazard.h src/engine.h src/copies.h \

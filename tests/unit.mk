@@ -1,4 +1,9 @@
 # Tests of cubatch itself (the simulated driver has its own, in tests/sim).
+# Any test program under a debugger or valgrind: make check TEST_PREFIX='valgrind -q'
+# (with CK_FORK=no for the check-based tests; the shell tests run as they are).
+LOG_COMPILER = $(TEST_PREFIX)
+TEST_EXTENSIONS = .sh
+SH_LOG_COMPILER = $(SHELL)
 AM_TESTS_ENVIRONMENT = top_builddir=$(top_builddir) top_srcdir=$(top_srcdir) CC='$(CC)' \
 	CUDA_CPPFLAGS='$(CUDA_CPPFLAGS)'; export top_builddir top_srcdir CC CUDA_CPPFLAGS;
 

@@ -2055,7 +2055,6 @@ int main(void)
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         unsetenv(vars[i]);
     SRunner *r = srunner_create(sim_suite());
-    srunner_set_fork_status(r, CK_FORK);
     srunner_run_all(r, CK_NORMAL);
     int failed = srunner_ntests_failed(r);
     srunner_free(r);

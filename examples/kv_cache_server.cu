@@ -1,8 +1,8 @@
-// kv_swap: a KV-cache block swap loop through the CUDA runtime, as an LLM server
+// kv_cache_server: a KV-cache block swap loop through the CUDA runtime, as an LLM server
 // does it, checked on the GPU and on the host.
 //
-//   make examples-gpu && examples/kv_swap [-l LAYERS] [-s BYTES] [-n STEPS] [-S SEED]
-//   cubatch --stats examples/kv_swap            (the same, with cubatch)
+//   make examples-gpu && examples/kv_cache_server [-l LAYERS] [-s BYTES] [-n STEPS] [-S SEED]
+//   cubatch --stats examples/kv_cache_server            (the same, with cubatch)
 //
 // The cache: for each of LAYERS layers a key and a value tensor, each cut into
 // blocks of BYTES (default 8 layers, 16 KiB: every block of the model is 16
@@ -18,7 +18,7 @@
 // host-to-device copies of 8 to 28 KiB pass through (the batch API is slower
 // there, DESIGN.md section 4); try --policy=all to batch both.
 //
-// Prints "kv_swap: correct" (exit 0) or "kv_swap: WRONG RESULTS ..." (exit 1);
+// Prints "kv_cache_server: correct" (exit 0) or "kv_cache_server: WRONG RESULTS ..." (exit 1);
 // exit 77 when there is no GPU.
 #include <cuda_runtime.h>
 
@@ -33,7 +33,7 @@
     do {                                                                             \
         cudaError_t e_ = (call);                                                     \
         if (e_ != cudaSuccess) {                                                     \
-            std::fprintf(stderr, "kv_swap: %s failed: %s\n", #call,                  \
+            std::fprintf(stderr, "kv_cache_server: %s failed: %s\n", #call,                  \
                          cudaGetErrorString(e_));                                    \
             std::exit(1);                                                            \
         }                                                                            \
@@ -98,7 +98,7 @@ static long arg_num(const char *s, long lo, long hi, const char *what)
     char *end;
     long v = std::strtol(s, &end, 0);
     if (!*s || *end || v < lo || v > hi) {
-        std::fprintf(stderr, "kv_swap: bad %s '%s' (%ld to %ld)\n", what, s, lo, hi);
+        std::fprintf(stderr, "kv_cache_server: bad %s '%s' (%ld to %ld)\n", what, s, lo, hi);
         std::exit(2);
     }
     return v;
@@ -119,17 +119,17 @@ int main(int argc, char **argv)
         else if (!std::strcmp(argv[i], "-S") && i + 1 < argc)
             rng_state = (uint64_t)arg_num(argv[++i], 0, 0x7fffffffL, "seed");
         else {
-            std::fprintf(stderr, "usage: kv_swap [-l LAYERS] [-s BYTES] [-n STEPS] [-S SEED]\n");
+            std::fprintf(stderr, "usage: kv_cache_server [-l LAYERS] [-s BYTES] [-n STEPS] [-S SEED]\n");
             return 2;
         }
     }
     if (bytes % 4) {
-        std::fprintf(stderr, "kv_swap: the block size must be a multiple of 4\n");
+        std::fprintf(stderr, "kv_cache_server: the block size must be a multiple of 4\n");
         return 2;
     }
     int ndev = 0;
     if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-        std::fprintf(stderr, "kv_swap: no CUDA device\n");
+        std::fprintf(stderr, "kv_cache_server: no CUDA device\n");
         return 77;
     }
 
@@ -241,7 +241,7 @@ int main(int argc, char **argv)
                 for (size_t w = 0; w < words; w++)
                     wrong_cpu += cpu[t][c * words + w] != word_of((uint32_t)cid[c], (uint32_t)t, (uint32_t)w);
 
-    std::printf("kv_swap: %d steps, %d layers (K+V), %zu B blocks: %ld copies; "
+    std::printf("kv_cache_server: %d steps, %d layers (K+V), %zu B blocks: %ld copies; "
                 "copy time on the side stream %.1f us/step, wall %.1f ms\n",
                 steps, layers, bytes, copies, 1000 * copy_ms / steps, wall_ms);
     for (int t = 0; t < ntensors; t++) {
@@ -249,10 +249,10 @@ int main(int argc, char **argv)
         CK(cudaFreeHost(cpu[t]));
     }
     if (during || wrong_gpu || wrong_cpu) {
-        std::printf("kv_swap: WRONG RESULTS (wrong words: %llu seen by the kernels during the run, "
+        std::printf("kv_cache_server: WRONG RESULTS (wrong words: %llu seen by the kernels during the run, "
                     "%llu on the device and %llu on the host at the end)\n", during, wrong_gpu, wrong_cpu);
         return 1;
     }
-    std::printf("kv_swap: correct\n");
+    std::printf("kv_cache_server: correct\n");
     return 0;
 }
