@@ -1,7 +1,7 @@
 /* context.c - contexts that go away, and what cubatch forgets with them.
  *
  * cubatch keeps per-context helpers (a side stream and an event pool for
- * per-thread-stream runs, submit.c) and runs that remember their context.  When a
+ * per-thread-stream runs, ptds.c) and runs that remember their context.  When a
  * context is destroyed, those handles die with it; forgetting them is needed so
  * that a later context does not get dead handles.  Forgetting a context that is
  * still alive would only leak its helpers and recreate them, so each call forgets
