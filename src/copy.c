@@ -46,29 +46,34 @@ static enum cb_stat_id memory_verdict(const struct cb_copy_req *rq, enum cb_dire
     return 0;
 }
 
-/* ---- the pace of a stream ---------------------------------------------------------- */
+/* ---- the pace of a stream ------------------------------------------------------ */
 
 /* Batching saves the program about one microsecond of driver time per copy, but
  * a deferred copy starts late: when the program itself spends several
  * microseconds between copies (a Python loop), the GPU would have run each copy
  * while the next was being issued, and deferring them costs more than it saves
- * (measured: a PyTorch soak ran 13-20% slower).  So copies whose running mean
- * gap (between copies that would be deferred) exceeds CUBATCH_SLOW_NS pass
- * through.  A gap over 100 us is a pause between bursts, not a pace: it starts
- * the mean afresh, so a fast loop after a pause is batched from its first copy,
- * and a slow one is recognised within two or three copies (which then go out at
- * once).  Returns 1 when the stream is slow.  Run lock held. */
-static int slow_stream(struct cb_run *run)
+ * (measured: a PyTorch soak ran 13-20% slower).  The timer's looks find such a
+ * stream (flush.c: copies joined its run further apart than CUBATCH_SLOW_NS);
+ * from then on its copies pass through, each read against the clock for a
+ * running mean of the gaps, until they come faster again.  A gap over 100 us is
+ * a pause between bursts, not a pace: it ends the slow spell at once.  No clock
+ * is read for a stream that is not slow.  Returns 1 while the stream is slow.
+ * Run lock held. */
+static int still_slow(struct cb_run *run)
 {
     uint64_t now = cb_now_ns(), gap = now - run->last_copy_ns;
     run->last_copy_ns = now;
     run->pace_ns = gap < 100000u ? (3 * run->pace_ns + gap) / 4 : 0;
-    return run->pace_ns > cb_opt(CB_OPT_slow_ns);
+    run->slow = run->pace_ns > cb_opt(CB_OPT_slow_ns);
+    return run->slow;
 }
 
 /* ---- deferring ------------------------------------------------------------------ */
 
 /* Rules 2, 3 (stream), 5 (hazards) and the pace, then the copy joins the run.
+ * The first copy of a burst (the stream's first since a call named it, or since
+ * the timer found it quiet) goes out at once instead: an isolated copy costs
+ * nothing more than without cubatch, and the GPU starts on a burst at once.
  * Returns 1 (deferred; *rc: an earlier error to report now, if any) or 0 (the
  * caller issues the copy: its stream's run went first; *rc: that flush's
  * error). */
@@ -95,8 +100,13 @@ static int defer(const struct cb_copy_req *rq, CUresult *rc)
         if (run->facts.ptds)
             cb_life_watch_thread();
     }
-    if (slow_stream(run)) {
+    if (run->slow && still_slow(run)) {
         why = CB_ST_pass_slow; /* issued now, after whatever the run holds (pass:) */
+        goto pass;
+    }
+    if (!run->warm && run->q.n == 0) {
+        run->warm = 1;
+        why = CB_ST_pass_first;
         goto pass;
     }
     if (run->q.n > 0 && cb_run_hazard(run, rq))
@@ -125,15 +135,18 @@ static int defer(const struct cb_copy_req *rq, CUresult *rc)
     }
     if (cb_run_append(run, rq))
         goto pass;
-    if (run->q.n >= cb_opt(CB_OPT_max_batch)) {
+    if (opened)
+        cb_timer_arm(run->look_ns);
+    if (run->q.n >= cb_engine_chunk(run->has_h2d, run->chunks)) {
+        /* pipelining: this chunk goes out now, the GPU copies it while the
+         * program issues the next */
         CUresult fr = cb_flush_run(run, CB_WHY_flush_full);
+        run->chunks++;
         if (*rc == CUDA_SUCCESS)
             *rc = fr;
     }
     cb_run_set_active(run);
     cb_runs_unlock();
-    if (opened)
-        cb_timer_kick(); /* after the run is counted: see timer.c */
     cb_life_arm();
     return 1;
 

@@ -65,6 +65,24 @@ void cb_engines_init(void)
     cb_batching_reason = "ok";
 }
 
+/* Pipelining: a run is submitted in chunks as it grows, so the GPU copies one
+ * chunk while the program issues the next; a hand-written batch makes the GPU
+ * wait for the whole of it.  The batch API's cost per copy also grows with the
+ * batch for host-to-device copies (H200, driver 580, bench/explore, run X1:
+ * 1024 x 4 KiB took 2051 us as one batch, 942 us as batches of 32; 256 x 16 KiB
+ * 1074 us and 327 us).  Fixed chunks measured best and steadiest: 32 copies when
+ * the run holds host-to-device copies, 64 otherwise (device-to-host 1024 x 4 KiB:
+ * 818 us in chunks of 64, 888 us as one batch). */
+size_t cb_engine_chunk(int has_h2d, unsigned chunks)
+{
+    (void)chunks;
+    size_t max = cb_opt(CB_OPT_max_batch);
+    if (!cb_opt(CB_OPT_pipeline))
+        return max;
+    size_t c = has_h2d ? 32 : 64;
+    return c < max ? c : max;
+}
+
 /* Copies [off, off + n) again one by one after an engine refused them, on the
  * side stream or (NULL) each on its own stream argument. */
 static CUresult replay(const struct cb_engine *e, const struct cb_copies *c, size_t off, size_t n, CUstream stream,

@@ -22,6 +22,9 @@ extern int cb_batching;
 extern const char *cb_batching_reason;
 /* At initialisation: decide cb_batching from the driver and the options. */
 void cb_engines_init(void);
+/* The length at which a growing run is submitted (pipelining), for a run that
+ * holds host-to-device copies or not, after `chunks` chunk submissions in a row. */
+size_t cb_engine_chunk(int has_h2d, unsigned chunks);
 /* Submit c's copies for a stream.  owner: the calling thread owns the
  * per-thread stream (else another thread's per-thread stream goes through the
  * side stream).  Nothing is dropped: a refused batch is replayed copy by copy,

@@ -10,11 +10,17 @@ static int cb_closed; /* after the final flush at exit: nothing more is deferred
 
 int cb_flush_closed(void) { return cb_closed; }
 
-int cb_flush_pending(void) { return cb_runs_nonempty(); }
 
 CUresult cb_flush_run(struct cb_run *run, enum cb_flush_why why)
 {
     CUresult rc = CUDA_SUCCESS;
+    /* A call naming the stream, a context-wide one, the timer or exit end the
+     * burst: the stream's next copy is the first of a new one.  A hazard, a
+     * chunk or a copy passing through do not. */
+    if (why != CB_WHY_flush_hazard && why != CB_WHY_flush_full && why != CB_WHY_flush_passthrough)
+        run->warm = 0;
+    if (why != CB_WHY_flush_full)
+        run->chunks = 0;
     int owner = cb_run_is_owner(run);
     if (run->q.n > 0) {
         cb_stats_thread()->v[cb_flush_stat(why)]++;
@@ -97,8 +103,8 @@ CUresult cb_issue_ahead_of_run(const struct cb_copy_req *rq)
     struct cb_run *run = cb_run_find(&key);
     if (run && run->q.n > 0 && cb_run_hazard(run, rq))
         fe = cb_flush_run(run, CB_WHY_flush_hazard);
-    else if (run && run->active && run->q.n == 0)
-        fe = cb_flush_run(run, CB_WHY_flush_stream); /* a pending join or error: settle it */
+    else if (run && run->q.n == 0 && (run->facts.fence.ev_join || run->pending != CUDA_SUCCESS))
+        fe = cb_flush_run(run, CB_WHY_flush_passthrough); /* a pending join or error: settle it */
     /* Issued under the lock so that no other thread can flush the run between the
      * copy and the fence below. */
     CUresult rc = cb_issue_copy(rq->hook, rq->dst, rq->src, rq->bytes, rq->stream);
@@ -142,36 +148,54 @@ void cb_flush_thread_gone(void)
     cb_runs_unlock();
 }
 
-/* Rule 7: a run that did not grow over two looks of the timer (timer.c) in a
- * row, i.e. no copy joined it for 2/10 to 3/10 of CUBATCH_FLUSH_US, is
- * submitted: the program has moved on (to CPU work, say) and its copies should
- * be running.  A run is also submitted, whatever its pace, once it is 10 x
- * CUBATCH_FLUSH_US old (1 ms by default: a fast loop of 4096 copies fits; a
- * shorter bound split such loops on the H200).  The copy path reads no clock
- * for this (the pace rule, copy.c, does): the timer compares run lengths.  If
- * the program holds the lock, it is busy queueing and the look is skipped. */
-int cb_flush_timer_look(uint64_t now_ns)
+/* Rule 7, and the pace of a stream.  A look at a stream whose run holds copies
+ * (timer.c runs them when due), with its copies counted since the previous look:
+ *  - none joined: the program has moved on (to CPU work, say) and its copies
+ *    should be running: the run is submitted;
+ *  - they joined further apart than CUBATCH_SLOW_NS on average (a Python loop):
+ *    a batch would only make them late, since the GPU would have run each while
+ *    the program issued the next: the run is submitted and the stream is slow
+ *    (copy.c passes its copies through until they come faster again);
+ *  - a fast loop still issuing: looked at again after half the burst's age (at
+ *    least CUBATCH_FLUSH_US), so a long burst is looked at only a few times, and
+ *    the program's last copy waits at most half as long again as the burst took;
+ *  - in any case a run CUBATCH_MAX_WAIT_US old is submitted.
+ * Run lock held.  Returns when the next look is due, 0 when none is. */
+uint64_t cb_flush_timer_look(uint64_t now)
 {
-    if (!cb_runs_nonempty())
-        return 0;
-    if (cb_runs_trylock())
-        return 1;
-    uint64_t max_age = 10 * cb_opt(CB_OPT_flush_us) * 1000u;
+    uint64_t next = 0, g = cb_opt(CB_OPT_flush_us) * 1000u, max_wait = cb_opt(CB_OPT_max_wait_us) * 1000u;
+    CB_COUNT(timer_looks);
     struct cb_run *run, *tmp;
     CB_RUNS_EACH(run, tmp) {
-        if (run->q.n == 0)
+        if (!run->look_ns)
             continue;
-        if (run->q.n != run->seen_n) {
-            run->seen_n = run->q.n;
-            run->idle_looks = 0;
-        } else {
-            run->idle_looks++;
+        if (now >= run->look_ns) {
+            uint64_t joined = run->issued - run->issued_looked, span = now - run->looked_ns;
+            run->issued_looked = run->issued;
+            run->looked_ns = now;
+            if (run->q.n > 0) {
+                if (joined && span / joined > cb_opt(CB_OPT_slow_ns)) {
+                    cb_flush_run(run, CB_WHY_flush_slow);
+                    run->slow = 1;
+                    run->pace_ns = span / joined;
+                    run->last_copy_ns = now;
+                } else if (!joined || now - run->opened_ns >= max_wait) {
+                    cb_flush_run(run, CB_WHY_flush_timer);
+                }
+            }
+            if (run->q.n == 0 && !joined) {
+                run->look_ns = 0; /* quiet: the looks end until its next run opens */
+                continue;
+            }
+            uint64_t half = (now - run->burst_ns) / 2;
+            run->look_ns = now + (half > g ? half : g);
         }
-        if (run->idle_looks >= 2 || now_ns - run->opened_ns >= max_age)
-            cb_flush_run(run, CB_WHY_flush_timer);
+        if (run->q.n > 0 && run->opened_ns + max_wait < run->look_ns)
+            run->look_ns = run->opened_ns + max_wait;
+        if (!next || run->look_ns < next)
+            next = run->look_ns;
     }
-    cb_runs_unlock();
-    return 1;
+    return next;
 }
 
 void cb_flush_exit(void)

@@ -157,9 +157,8 @@ void cb_life_arm(void);          /* first deferred copy: exit and fork handlers 
 void cb_life_watch_thread(void); /* this thread owns a per-thread-stream run */
 
 /* ---- timer.c: the bound on how long a run waits (rule 7) ---------------------- */
-void cb_timer_kick(void); /* a run opened: make sure the timer looks */
-void cb_timer_atfork_prepare(void);
-void cb_timer_atfork_parent(void);
+/* A run opened on a quiet stream: look at it at `when` (run lock held). */
+void cb_timer_arm(uint64_t when);
 void cb_timer_atfork_child(void); /* the child has no timer thread */
 
 /* ---- flush.c: submitting runs, and who asks for it ------------------------------ */
@@ -177,14 +176,13 @@ CUresult cb_issue_ahead_of_run(const struct cb_copy_req *rq);
 void cb_forget_stream(CUstream s); /* destroyed: flush what slipped in, drop its run */
 void cb_flush_exit(void);          /* at exit: final flush, later copies pass through */
 int cb_flush_closed(void);         /* ... after which nothing is deferred */
-int cb_flush_pending(void);        /* some run holds copies (what the timer waits for) */
 void cb_flush_thread_gone(void);   /* a per-thread-stream owner exits */
 void cb_flush_atfork_prepare(void);
 void cb_flush_atfork_parent(void);
 void cb_flush_atfork_child(void);
-/* The timer's look (timer.c): flush runs that stopped growing or grew old;
- * returns 1 while some run holds copies. */
-int cb_flush_timer_look(uint64_t now_ns);
+/* The timer's look (timer.c; run lock held): flush runs that stopped growing,
+ * grow too slowly or grew old; returns when the next look is due (0: none). */
+uint64_t cb_flush_timer_look(uint64_t now_ns);
 
 /* ==== runs ===================================================================== */
 /* run.c and hazard.c: struct cb_run and its store, declared in run.h. */

@@ -67,7 +67,9 @@ struct cb_run_key cb_run_key_of(CUstream s, enum cb_stream_kind sk)
 
 void cb_run_set_active(struct cb_run *run)
 {
-    int a = run->q.n > 0 || run->facts.fence.ev_join != NULL || run->pending != CUDA_SUCCESS;
+    /* a warm stream counts too, so that a call naming it (which ends the burst)
+     * takes the lock and says so */
+    int a = run->q.n > 0 || run->facts.fence.ev_join != NULL || run->pending != CUDA_SUCCESS || run->warm;
     if (a != run->active) {
         atomic_fetch_add(&cb_active, a ? 1 : -1);
         run->active = a;
@@ -131,6 +133,7 @@ void cb_run_clear(struct cb_run *run)
     run->q.n = 0;
     run->writes.n = 0;
     run->reads.n = 0;
+    run->has_h2d = 0;
 }
 
 int cb_run_open(struct cb_run *run, CUstream stream)
@@ -174,9 +177,13 @@ int cb_run_open(struct cb_run *run, CUstream stream)
         }
         f->device = dev;
     }
-    run->opened_ns = cb_now_ns();
-    run->seen_n = 0;
-    run->idle_looks = 0;
+    uint64_t now = cb_now_ns();
+    run->opened_ns = now;
+    if (!run->look_ns) { /* the stream was quiet: the timer's looks begin */
+        run->burst_ns = run->looked_ns = now;
+        run->look_ns = now + cb_opt(CB_OPT_flush_us) * 1000u;
+        run->issued_looked = run->issued;
+    }
     return 0;
 }
 
@@ -221,6 +228,8 @@ int cb_run_append(struct cb_run *run, const struct cb_copy_req *rq)
     run->q.sizes[i] = rq->bytes;
     run->q.hooks[i] = (unsigned char)rq->hook;
     run->q.streams[i] = rq->stream;
+    run->issued++;
+    run->has_h2d |= rq->scls.kind == CB_MEM_HOST && rq->dcls.kind != CB_MEM_HOST;
     return 0;
 }
 

@@ -23,11 +23,20 @@ struct cb_run {
     struct cb_iset writes, reads; /* what they write and read (hazard.c) */
     int active;                   /* counted in cb_runs_active() */
     int queued;                   /* counted in cb_runs_nonempty() */
-    uint64_t opened_ns;           /* when the first copy was queued */
-    size_t seen_n;                /* q.n at the timer's previous look (flush.c) */
-    unsigned idle_looks;          /* consecutive looks that found q.n unchanged */
-    uint64_t last_copy_ns, pace_ns; /* the stream's copy pace (copy.c) */
     CUresult pending; /* error of a flush made on this stream's behalf, not yet reported */
+    /* the burst of copies on this stream (copy.c) */
+    int warm;          /* a burst is under way: the first copy passed through, the next join the run */
+    int slow;          /* copies come too slowly to batch: they pass through, each timed */
+    uint64_t last_copy_ns, pace_ns; /* while slow: the last copy, the running mean gap */
+    uint64_t issued;   /* copies ever queued on this stream */
+    unsigned chunks;   /* chunk submissions in a row (pipelining) */
+    int has_h2d;       /* the run holds a host-to-device copy */
+    /* the timer's looks at this stream (flush.c, cb_flush_timer_look) */
+    uint64_t opened_ns;      /* when the run opened: the age bound */
+    uint64_t burst_ns;       /* when the looks began */
+    uint64_t look_ns;        /* the next look; 0: none scheduled */
+    uint64_t looked_ns;      /* the previous look (or when the looks began) */
+    uint64_t issued_looked;  /* issued at the previous look */
 };
 
 /* A copy the program asked for, classified (copy.c). */
@@ -53,7 +62,8 @@ struct cb_run *cb_run_create(const struct cb_run_key *key); /* lock held; NULL: 
 void cb_run_free(struct cb_run *run);                       /* lock held */
 /* Learn what the run's stream is (run->facts); -1 when a driver query failed.
  * For a per-thread stream, the owner's earlier side submission is joined and
- * ev_start recorded. */
+ * ev_start recorded.  The run's age counts from now; if the stream was quiet,
+ * the timer's first look is due CUBATCH_FLUSH_US from now (run->look_ns). */
 int cb_run_open(struct cb_run *run, CUstream stream);
 /* Queue a copy (hazards already checked); -1 out of memory (nothing queued, the
  * hazard sets possibly larger: only ever more conservative). */

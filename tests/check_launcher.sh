@@ -40,7 +40,7 @@ else
     bad "JSON report (exit $rc): $(cat "$json" 2>/dev/null)"
 fi
 text=$("$C" --stats -- "$b/tests/probe" basic 2>&1 >/dev/null)
-for want in 'batching on (ok)' 'cuMemcpyHtoDAsync_v2 ' 'deferred ' 'batches ' 'flush_hazard ' 'mean_batch '; do
+for want in 'batching on (ok)' 'cuMemcpyHtoDAsync_v2 ' 'deferred ' 'pass_first ' 'batches ' 'flush_full ' 'mean_batch '; do
     printf '%s\n' "$text" | grep -q "$want" || bad "text report lacks '$want'"
 done
 ok "text report"

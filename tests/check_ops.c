@@ -238,7 +238,7 @@ static void reports_per_process(int n)
         char *rep = slurp(path);
         ck_assert_msg(one_json_report(rep), "%s: not one whole report: %s", path, rep ? rep : "(missing)");
         ck_assert_int_eq(json_num(rep, "pid"), p[i].pid);
-        ck_assert_int_eq(json_num(rep, "deferred"), 32);
+        ck_assert_int_eq(json_num(rep, "deferred"), 31); /* 32 copies: the first of the burst goes out at once */
         free(rep);
         res_free(&r);
     }
@@ -325,7 +325,7 @@ START_TEST(fork_child_reports_its_own_work)
     ck_assert_msg(one_json_report(parent_rep), "%s", parent_rep ? parent_rep : "(no parent report)");
     ck_assert_msg(one_json_report(child_rep), "%s", child_rep ? child_rep : "(no child report)");
     ck_assert_int_eq(json_num(parent_rep, "copies"), 16);
-    ck_assert_int_eq(json_num(parent_rep, "deferred"), 16);
+    ck_assert_int_eq(json_num(parent_rep, "deferred"), 15); /* the first of the burst at once */
     /* the child made no copy: none of the parent's counts may appear in its report */
     ck_assert_msg(json_num(child_rep, "copies") == 0 && json_num(child_rep, "deferred") == 0 &&
                       json_num(child_rep, "flush_stream") == 0 && strstr(child_rep, "\"calls\":{}"),

@@ -7,14 +7,19 @@
  * calls fakeclock_advance_ns(), found with dlsym(RTLD_DEFAULT, ...).  nanosleep
  * and clock_nanosleep on that clock wait until the counter has moved far enough:
  * a thread that sleeps (cubatch's timer) wakes exactly when virtual time says so,
- * however slowly the machine runs.  A timerfd on that clock is an eventfd that
- * becomes readable (one expiration) when virtual time reaches its deadline, so a
- * thread blocked reading it wakes exactly then.  Other clocks are the real ones. */
+ * however slowly the machine runs.  A timerfd on that clock is simulated too: a
+ * read of it blocks until virtual time reaches its deadline, and
+ * fakeclock_advance_ns() returns only once the thread that read an expiration
+ * has done with it and waits in read() again (or after 5 s of real time): so the
+ * look cubatch's timer thread takes at a deadline happens exactly at that
+ * virtual time, before the test program goes on.  Other clocks are the real
+ * ones. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -37,42 +42,86 @@ static uint64_t now_ns(void)
     return t;
 }
 
-/* Virtual timerfds: eventfds with a deadline (0: disarmed).  fc_mu held. */
+/* Virtual timerfds (the descriptor is an eventfd, for a real number): a
+ * deadline (0: disarmed), expirations not yet read, and the reader's state.
+ * fc_mu held. */
 #define FC_TIMERS 16
-static struct { int fd; uint64_t deadline, interval; } fc_timers[FC_TIMERS];
+struct fc_timer {
+    int fd;
+    uint64_t deadline, interval;
+    uint64_t fired;     /* expirations not yet read */
+    int reader_waiting; /* a thread is blocked in read() on it */
+    uint64_t reads;     /* expirations handed out */
+};
+static struct fc_timer fc_timers[FC_TIMERS];
 static int fc_ntimers;
 
-static void fire_due(void)
-{
-    for (int i = 0; i < fc_ntimers; i++) {
-        if (!fc_timers[i].deadline || fc_timers[i].deadline > fc_now)
-            continue;
-        uint64_t one = 1;
-        ssize_t w = write(fc_timers[i].fd, &one, sizeof one);
-        (void)w;
-        fc_timers[i].deadline = fc_timers[i].interval ? fc_now + fc_timers[i].interval : 0;
-    }
-}
-
-static int timer_index(int fd)
+static struct fc_timer *timer_of(int fd)
 {
     for (int i = 0; i < fc_ntimers; i++)
         if (fc_timers[i].fd == fd)
-            return i;
-    return -1;
+            return &fc_timers[i];
+    return NULL;
+}
+
+/* Fire every timer that is due; remember their reads in before[] (by index). */
+static int fire_due(uint64_t before[FC_TIMERS])
+{
+    int fired = 0;
+    for (int i = 0; i < fc_ntimers; i++) {
+        struct fc_timer *t = &fc_timers[i];
+        before[i] = UINT64_MAX;
+        if (!t->deadline || t->deadline > fc_now)
+            continue;
+        t->fired++;
+        t->deadline = t->interval ? fc_now + t->interval : 0;
+        before[i] = t->reads;
+        fired = 1;
+    }
+    return fired;
+}
+
+/* Until each fired timer's reader took its expiration and came back to read(). */
+static void settle(const uint64_t before[FC_TIMERS])
+{
+    struct timespec limit;
+    clock_gettime(CLOCK_REALTIME, &limit);
+    limit.tv_sec += 5;
+    for (int i = 0; i < fc_ntimers; i++) {
+        struct fc_timer *t = &fc_timers[i];
+        if (before[i] == UINT64_MAX)
+            continue;
+        while (t->fd >= 0 && !(t->reads > before[i] && t->reader_waiting && !t->fired))
+            if (pthread_cond_timedwait(&fc_cv, &fc_mu, &limit) == ETIMEDOUT)
+                return;
+    }
 }
 
 /* The test program's handle on time. */
 void fakeclock_advance_ns(uint64_t ns)
 {
+    uint64_t before[FC_TIMERS];
     pthread_mutex_lock(&fc_mu);
     fc_now += ns;
-    fire_due();
+    int fired = fire_due(before);
     pthread_cond_broadcast(&fc_cv);
+    if (fired)
+        settle(before);
     pthread_mutex_unlock(&fc_mu);
 }
 
 uint64_t fakeclock_now_ns(void) { return now_ns(); }
+
+/* How many times CLOCK_MONOTONIC was read (by anyone): a test can show that a
+ * code path reads no clock. */
+static unsigned long fc_reads;
+unsigned long fakeclock_reads(void)
+{
+    pthread_mutex_lock(&fc_mu);
+    unsigned long n = fc_reads;
+    pthread_mutex_unlock(&fc_mu);
+    return n;
+}
 
 int clock_gettime(clockid_t id, struct timespec *ts)
 {
@@ -82,7 +131,10 @@ int clock_gettime(clockid_t id, struct timespec *ts)
             real = (int (*)(clockid_t, struct timespec *))dlsym(RTLD_NEXT, "clock_gettime");
         return real ? real(id, ts) : -1;
     }
-    uint64_t t = now_ns();
+    pthread_mutex_lock(&fc_mu);
+    uint64_t t = fc_now;
+    fc_reads++;
+    pthread_mutex_unlock(&fc_mu);
     ts->tv_sec = (time_t)(t / 1000000000u);
     ts->tv_nsec = (long)(t % 1000000000u);
     return 0;
@@ -139,17 +191,17 @@ int timerfd_create(clockid_t id, int flags)
             real = (int (*)(clockid_t, int))dlsym(RTLD_NEXT, "timerfd_create");
         return real ? real(id, flags) : -1;
     }
-    int fd = eventfd(0, (flags & TFD_CLOEXEC ? EFD_CLOEXEC : 0) | (flags & TFD_NONBLOCK ? EFD_NONBLOCK : 0));
+    int fd = eventfd(0, flags & TFD_CLOEXEC ? EFD_CLOEXEC : 0);
     if (fd < 0)
         return fd;
     pthread_mutex_lock(&fc_mu);
-    int i = timer_index(fd);
-    if (i < 0 && fc_ntimers < FC_TIMERS)
-        i = fc_ntimers++;
-    if (i >= 0)
-        fc_timers[i].fd = fd, fc_timers[i].deadline = 0, fc_timers[i].interval = 0;
+    struct fc_timer *t = timer_of(fd);
+    if (!t && fc_ntimers < FC_TIMERS)
+        t = &fc_timers[fc_ntimers++];
+    if (t)
+        *t = (struct fc_timer){.fd = fd};
     pthread_mutex_unlock(&fc_mu);
-    if (i < 0) {
+    if (!t) {
         close(fd);
         errno = EMFILE;
         return -1;
@@ -160,8 +212,8 @@ int timerfd_create(clockid_t id, int flags)
 int timerfd_settime(int fd, int flags, const struct itimerspec *nv, struct itimerspec *old)
 {
     pthread_mutex_lock(&fc_mu);
-    int i = timer_index(fd);
-    if (i < 0) {
+    struct fc_timer *t = timer_of(fd);
+    if (!t) {
         pthread_mutex_unlock(&fc_mu);
         static int (*real)(int, int, const struct itimerspec *, struct itimerspec *);
         if (!real)
@@ -170,18 +222,56 @@ int timerfd_settime(int fd, int flags, const struct itimerspec *nv, struct itime
         return real ? real(fd, flags, nv, old) : -1;
     }
     if (old) {
-        uint64_t left = fc_timers[i].deadline > fc_now ? fc_timers[i].deadline - fc_now : 0;
+        uint64_t left = t->deadline > fc_now ? t->deadline - fc_now : 0;
         old->it_value.tv_sec = (time_t)(left / 1000000000u);
         old->it_value.tv_nsec = (long)(left % 1000000000u);
-        old->it_interval.tv_sec = (time_t)(fc_timers[i].interval / 1000000000u);
-        old->it_interval.tv_nsec = (long)(fc_timers[i].interval % 1000000000u);
+        old->it_interval.tv_sec = (time_t)(t->interval / 1000000000u);
+        old->it_interval.tv_nsec = (long)(t->interval % 1000000000u);
     }
     uint64_t v = ts_ns(&nv->it_value);
-    fc_timers[i].interval = ts_ns(&nv->it_interval);
-    fc_timers[i].deadline = v == 0 ? 0 : (flags & TFD_TIMER_ABSTIME) ? (v ? v : 1) : fc_now + v;
-    fire_due();
+    t->interval = ts_ns(&nv->it_interval);
+    t->deadline = v == 0 ? 0 : (flags & TFD_TIMER_ABSTIME) ? v : fc_now + v;
+    if (t->deadline && t->deadline <= fc_now) { /* already due: fires now */
+        t->fired++;
+        t->deadline = t->interval ? fc_now + t->interval : 0;
+        pthread_cond_broadcast(&fc_cv);
+    }
     pthread_mutex_unlock(&fc_mu);
     return 0;
+}
+
+ssize_t read(int fd, void *buf, size_t n)
+{
+    static ssize_t (*real)(int, void *, size_t);
+    if (!real)
+        real = (ssize_t(*)(int, void *, size_t))dlsym(RTLD_NEXT, "read");
+    pthread_mutex_lock(&fc_mu);
+    struct fc_timer *t = timer_of(fd);
+    if (!t) {
+        pthread_mutex_unlock(&fc_mu);
+        return real ? real(fd, buf, n) : -1;
+    }
+    if (n < sizeof(uint64_t)) {
+        pthread_mutex_unlock(&fc_mu);
+        errno = EINVAL;
+        return -1;
+    }
+    t->reader_waiting = 1;
+    pthread_cond_broadcast(&fc_cv);
+    while (t->fd == fd && !t->fired)
+        pthread_cond_wait(&fc_cv, &fc_mu);
+    if (t->fd != fd) { /* closed meanwhile */
+        pthread_mutex_unlock(&fc_mu);
+        errno = EBADF;
+        return -1;
+    }
+    uint64_t expirations = t->fired;
+    t->fired = 0;
+    t->reader_waiting = 0;
+    t->reads++;
+    pthread_mutex_unlock(&fc_mu);
+    memcpy(buf, &expirations, sizeof expirations);
+    return (ssize_t)sizeof expirations;
 }
 
 int close(int fd)
@@ -190,9 +280,12 @@ int close(int fd)
     if (!real)
         real = (int (*)(int))dlsym(RTLD_NEXT, "close");
     pthread_mutex_lock(&fc_mu);
-    int i = timer_index(fd);
-    if (i >= 0)
-        fc_timers[i] = fc_timers[--fc_ntimers];
+    struct fc_timer *t = timer_of(fd);
+    if (t) {
+        t->fd = -1; /* a reader blocked on it returns EBADF */
+        pthread_cond_broadcast(&fc_cv);
+        *t = fc_timers[--fc_ntimers];
+    }
     pthread_mutex_unlock(&fc_mu);
     return real ? real(fd) : -1;
 }

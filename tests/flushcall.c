@@ -4,7 +4,8 @@
  *   flushcall NAME named|null      call NAME with its stream arguments = S, or NULL
  *   flushcall --list               print the rows it can call
  *
- * Before the call, runs hold D2H copies on:
+ * Before the call, runs hold D2H copies on (the first copy of each burst goes
+ * out at once, so one more is issued on each):
  *   S  a blocking stream                      2 copies
  *   N  a non-blocking stream                  3 copies
  *   B  another blocking stream                4 copies
@@ -81,7 +82,7 @@ static void *other_thread(void *arg)
 {
     (void)arg;
     CK(cuCtxSetCurrent(g_ctx));
-    queue_on(NULL, 6, 1);
+    queue_on(NULL, 7, 1);
     pthread_mutex_lock(&g_mu);
     g_other_queued = 1;
     pthread_cond_broadcast(&g_cv);
@@ -122,10 +123,10 @@ int main(int argc, char **argv)
     CK(cuStreamCreate(&s, 0));
     CK(cuStreamCreate(&n, CU_STREAM_NON_BLOCKING));
     CK(cuStreamCreate(&b, 0));
-    queue_on(s, 2, 0);
-    queue_on(n, 3, 0);
-    queue_on(b, 4, 0);
-    queue_on(NULL, 5, 1);
+    queue_on(s, 3, 0);
+    queue_on(n, 4, 0);
+    queue_on(b, 5, 0);
+    queue_on(NULL, 6, 1);
     pthread_t th;
     if (pthread_create(&th, NULL, other_thread, NULL))
         return 1;

@@ -141,6 +141,13 @@ static uint64_t virtual_now_ns(void)
     return now ? now() : 0;
 }
 
+/* Reads of the virtual clock so far (0 without tests/fakeclock). */
+static unsigned long clock_reads(void)
+{
+    unsigned long (*reads)(void) = (unsigned long (*)(void))dlsym(RTLD_DEFAULT, "fakeclock_reads");
+    return reads ? reads() : 0;
+}
+
 /* Is cubatch preloaded? */
 static int shim_present(void) { return dlsym(RTLD_DEFAULT, "cubatch_flush") != NULL; }
 
@@ -594,6 +601,7 @@ static void copies_then_sync(int h2d, size_t count, size_t size)
 static void sc_h2d_16k(void) { copies_then_sync(1, 16, 16384); }
 static void sc_h2d_4k(void) { copies_then_sync(1, 16, 4096); }
 static void sc_single(void) { copies_then_sync(0, 1, 4096); }
+static void sc_pair(void) { copies_then_sync(0, 2, 4096); }
 static void sc_d2h_20(void) { copies_then_sync(0, 20, 4096); }
 
 /* Deferred 4 KiB D2H copies interleaved with 16 KiB H2D copies that the policy
@@ -771,6 +779,46 @@ static void sc_managed(void)
     expect("managed round trip", out, in, N * SZ);
 }
 
+/* A long fast loop (pipelining: the run goes out in chunks as it grows), and
+ * how many times the clock was read while it was issued. */
+static void sc_long_loop(void)
+{
+    enum { L = 1000 };
+    unsigned char *src = malloc(L * 512);
+    fill(src, L * 512, 33);
+    CUdeviceptr d = devfilled(src, L * 512);
+    unsigned char *out = pinned(L * 512);
+    CUstream s = mkstream(0);
+    unsigned long r0 = clock_reads();
+    for (int i = 0; i < L; i++)
+        CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * 512, d + (size_t)i * 512, 512, s));
+    printf("clock_reads_in_loop: %lu\n", clock_reads() - r0);
+    CK(cuStreamSynchronize(s));
+    expect("long loop", out, src, L * 512);
+    free(src);
+}
+
+/* A loop that never stops adding copies, 1 us apart (virtual): only the age
+ * bound (CUBATCH_MAX_WAIT_US) submits its run. */
+static void sc_age(void)
+{
+    enum { L = 3000 };
+    unsigned char *src = malloc(L * 256);
+    fill(src, L * 256, 34);
+    CUdeviceptr d = devfilled(src, L * 256);
+    unsigned char *out = pinned(L * 256);
+    CUstream s = mkstream(0);
+    unsigned long b0 = sim_count("cuMemcpyBatchAsync_v2");
+    for (int i = 0; i < L; i++) {
+        CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * 256, d + (size_t)i * 256, 256, s));
+        pass_time_us(1);
+    }
+    printf("age_batches_before_sync: %lu\n", sim_count("cuMemcpyBatchAsync_v2") - b0);
+    CK(cuStreamSynchronize(s));
+    expect("age", out, src, L * 256);
+    free(src);
+}
+
 /* Memory freed and reallocated between copies: no stale classification. */
 static void sc_free_realloc(void)
 {
@@ -778,8 +826,9 @@ static void sc_free_realloc(void)
     fill(in, N * SZ, 23);
     CUstream s = mkstream(0);
     CUdeviceptr d = devmem(N * SZ);
-    CK(cuMemcpyHtoDAsync_v2(d, in, SZ, s));
+    CK(cuMemcpyHtoDAsync_v2(d, in, SZ, s)); /* the first of the burst: issued at once */
     CK(cuMemcpyHtoDAsync_v2(d + SZ, in + SZ, SZ, s));
+    CK(cuMemcpyHtoDAsync_v2(d + 2 * SZ, in + 2 * SZ, SZ, s));
     CK(cuMemFree_v2(d)); /* flushes first: the copies ran on live memory */
     d = devmem(N * SZ);
     for (int i = 0; i < N; i++)
@@ -921,7 +970,8 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"timer", sc_timer},           {"fork", sc_fork},
     {"exit", sc_exit},             {"errors", sc_errors},
     {"threads", sc_threads},       {"h2d_16k", sc_h2d_16k},
-    {"h2d_4k", sc_h2d_4k},         {"single", sc_single},
+    {"h2d_4k", sc_h2d_4k},         {"single", sc_single},       {"pair", sc_pair},
+    {"long_loop", sc_long_loop},   {"age", sc_age},
     {"d2h_20", sc_d2h_20},         {"managed", sc_managed},
     {"free_realloc", sc_free_realloc}, {"hostfunc", sc_hostfunc},
     {"interleave", sc_interleave},   {"pace", sc_pace},     {"ctx_reset", sc_ctx_reset}, {"ctx_destroy", sc_ctx_destroy},
