@@ -19,6 +19,7 @@ struct cb_range {
     uint64_t gen;
     enum cb_kind kind;
     int device;
+    CUcontext kctx;
 };
 struct cb_cache {
     struct cb_range e[CB_CLASS_CACHE];
@@ -41,6 +42,7 @@ int cb_classify(uintptr_t p, struct cb_class *out)
                 out->kind = r->kind;
                 out->device = r->device;
                 out->end = r->hi;
+                out->kctx = r->kctx;
                 return 0;
             }
         }
@@ -49,13 +51,15 @@ int cb_classify(uintptr_t p, struct cb_class *out)
         return -1;
     unsigned int memtype = 0, managed = 0;
     int ordinal = -1;
-    CUdeviceptr start = 0;
+    CUdeviceptr start = 0, devptr = 0;
     size_t size = 0;
-    CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
-                                   CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
-                                   CU_POINTER_ATTRIBUTE_RANGE_SIZE};
-    void *data[] = {&memtype, &managed, &ordinal, &start, &size};
-    if (cb_drv.cuPointerGetAttributes(5, attrs, data, (CUdeviceptr)p) != CUDA_SUCCESS)
+    CUcontext ctx = NULL;
+    CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,     CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                   CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,  CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                   CU_POINTER_ATTRIBUTE_RANGE_SIZE,      CU_POINTER_ATTRIBUTE_CONTEXT,
+                                   CU_POINTER_ATTRIBUTE_DEVICE_POINTER};
+    void *data[] = {&memtype, &managed, &ordinal, &start, &size, &ctx, &devptr};
+    if (cb_drv.cuPointerGetAttributes(7, attrs, data, (CUdeviceptr)p) != CUDA_SUCCESS)
         return -1;
     if (managed)
         out->kind = CB_MEM_MANAGED;
@@ -66,6 +70,10 @@ int cb_classify(uintptr_t p, struct cb_class *out)
     else
         out->kind = CB_MEM_UNKNOWN;
     out->device = out->kind == CB_MEM_DEVICE ? ordinal : -1;
+    /* The copy kernel may touch device memory in the context that allocated it,
+     * and pinned host memory there when its device address is its host address
+     * (UVA; registered memory only where the device can use the host pointer). */
+    out->kctx = (out->kind == CB_MEM_DEVICE || (out->kind == CB_MEM_HOST && devptr == (CUdeviceptr)p)) ? ctx : NULL;
     int range_ok = size > 0 && (uintptr_t)start <= p && p - (uintptr_t)start < size;
     out->end = range_ok ? (uintptr_t)start + size : 0;
     if (out->kind == CB_MEM_UNKNOWN || !range_ok)
@@ -76,7 +84,7 @@ int cb_classify(uintptr_t p, struct cb_class *out)
             return 0; /* classified, just not cached */
         cb_tls_cache = c;
     }
-    c->e[c->next] = (struct cb_range){(uintptr_t)start, (uintptr_t)start + size, gen, out->kind, out->device};
+    c->e[c->next] = (struct cb_range){(uintptr_t)start, (uintptr_t)start + size, gen, out->kind, out->device, out->kctx};
     c->next = (c->next + 1) % CB_CLASS_CACHE;
     return 0;
 }

@@ -13,6 +13,7 @@ struct cb_copies {
     unsigned char *hooks; /* the entry point each copy came through */
     CUstream *streams;    /* the stream argument as the program passed it */
     size_t n, cap;
+    int kernel_ok;        /* every copy may be executed by the copy kernel */
 };
 
 /* A per-thread default stream's fences (rule 4): events that order a
@@ -32,6 +33,7 @@ struct cb_stream_facts {
     int blocking;     /* synchronizes with the legacy stream */
     int capturing;    /* CU_STREAM_CAPTURE_STATUS_NONE or not */
     int ptds;         /* a per-thread default stream: only its owner can name it */
+    int legacy;       /* the legacy default stream of ctx (copy kernel only) */
     int orphan;       /* ... whose owner thread has exited */
     struct cb_fence fence; /* per-thread stream only */
 };

@@ -77,9 +77,20 @@ static int still_slow(struct cb_run *run)
  * Returns 1 (deferred; *rc: an earlier error to report now, if any) or 0 (the
  * caller issues the copy: its stream's run went first; *rc: that flush's
  * error). */
-static int defer(const struct cb_copy_req *rq, CUresult *rc)
+/* May the copy kernel execute this copy on the run's stream?  Both sides are
+ * memory its context's kernels may touch at these addresses (classify.c), and
+ * with CUBATCH_ENGINE=auto the copy is small enough for the kernel to pay over
+ * the copy engines. */
+static int kernel_may(const struct cb_copy_req *rq, const struct cb_run *run)
 {
-    struct cb_run_key key = cb_run_key_of(rq->stream, rq->sk);
+    CUcontext ctx = run->facts.ctx;
+    return cb_kernel_usable && ctx && rq->dcls.kctx == ctx && rq->scls.kctx == ctx &&
+           (cb_opt(CB_OPT_engine) == CB_ENGINE_KERNEL || rq->bytes <= CB_KERNEL_AUTO_MAX);
+}
+
+static int defer(struct cb_copy_req *rq, CUresult *rc)
+{
+    struct cb_run_key key = cb_run_key_of(rq->stream, rq->sk, rq->ctx);
     enum cb_stat_id why = CB_ST_pass_nomem;
     struct cb_run *run = NULL;
     int opened = 0;
@@ -89,6 +100,8 @@ static int defer(const struct cb_copy_req *rq, CUresult *rc)
         return 0;
     }
     cb_runs_lock();
+    /* Whatever happens to this copy, it follows what rule 3 orders it after. */
+    *rc = cb_flush_cross_locked(rq->stream, rq->sk);
     if (cb_flush_closed()) {
         why = CB_ST_pass_disabled;
         goto pass;
@@ -109,12 +122,18 @@ static int defer(const struct cb_copy_req *rq, CUresult *rc)
         why = CB_ST_pass_first;
         goto pass;
     }
-    if (run->q.n > 0 && cb_run_hazard(run, rq))
-        *rc = cb_flush_run(run, CB_WHY_flush_hazard);
-    if (run->q.n > 0 && run->facts.ptds) {
+    if (run->q.n > 0 && cb_run_hazard(run, rq)) {
+        CUresult fr = cb_flush_run(run, CB_WHY_flush_hazard);
+        if (*rc == CUDA_SUCCESS)
+            *rc = fr;
+    }
+    if (run->q.n > 0 && (run->facts.ptds || run->facts.legacy)) {
         CUcontext cur = NULL;
-        if (cb_drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != run->facts.ctx)
-            *rc = cb_flush_run(run, CB_WHY_flush_stream); /* the thread switched context */
+        if (cb_drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != run->facts.ctx) {
+            CUresult fr = cb_flush_run(run, CB_WHY_flush_stream); /* the thread switched context */
+            if (*rc == CUDA_SUCCESS)
+                *rc = fr;
+        }
     }
     if (run->q.n == 0) {
         if (cb_run_open(run, rq->stream)) {
@@ -133,11 +152,16 @@ static int defer(const struct cb_copy_req *rq, CUresult *rc)
         why = CB_ST_pass_foreign;
         goto pass;
     }
+    rq->kernel_ok = kernel_may(rq, run);
+    if (run->facts.legacy && !rq->kernel_ok) {
+        why = CB_ST_pass_legacy; /* only the copy kernel may run on the legacy stream */
+        goto pass;
+    }
     if (cb_run_append(run, rq))
         goto pass;
     if (opened)
         cb_timer_arm(run->look_ns);
-    if (run->q.n >= cb_engine_chunk(run->has_h2d, run->chunks)) {
+    if (run->q.n >= cb_engine_chunk(run->q.kernel_ok, run->has_h2d, run->chunks)) {
         /* pipelining: this chunk goes out now, the GPU copies it while the
          * program issues the next */
         CUresult fr = cb_flush_run(run, CB_WHY_flush_full);
@@ -166,6 +190,16 @@ pass:
     return 0;
 }
 
+/* The legacy stream (rule 3): the batch API refuses it, so copies there are
+ * deferred only into runs of the copy kernel, and never while a stream is
+ * being captured: a launch on the legacy stream then would break that capture.
+ * Each legacy stream is its context's: the run is keyed by the current one. */
+static int legacy_deferrable(struct cb_copy_req *rq)
+{
+    return cb_kernel_usable && !cb_captures_active() && cb_drv.cuCtxGetCurrent &&
+           cb_drv.cuCtxGetCurrent(&rq->ctx) == CUDA_SUCCESS && rq->ctx;
+}
+
 /* ---- the decision ------------------------------------------------------------------ */
 
 CUresult cb_copy(int hook, int ptsz, enum cb_direction entry_dir, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
@@ -181,9 +215,8 @@ CUresult cb_copy(int hook, int ptsz, enum cb_direction entry_dir, CUdeviceptr ds
     }
     struct cb_copy_req rq = {.hook = hook, .dst = dst, .src = src, .bytes = bytes, .stream = stream};
     rq.sk = cb_stream_kind(stream, ptsz);
-    if (rq.sk == CB_SK_LEGACY) {
-        /* Rule 3: never batch on the legacy stream; it waits for every blocking
-         * stream, so their runs go first. */
+    if (rq.sk == CB_SK_LEGACY && !legacy_deferrable(&rq)) {
+        /* Rule 3: it waits for every blocking stream, so their runs go first. */
         t->v[CB_ST_pass_legacy]++;
         t->v[CB_ST_copies_unknown]++;
         CUresult fe = cb_flush_legacy();

@@ -14,10 +14,14 @@
  * Another thread's per-thread default stream cannot be named: its run goes to
  * the side stream, fenced (ptds.c). */
 #include "engine.h"
+#include "copy_kernel.h"
 #include "stats.h"
 
 int cb_batching;
 const char *cb_batching_reason = "not initialised";
+
+int cb_kernel_usable;
+static const char *cb_kernel_reason = "";
 
 struct cb_engine {
     const char *name;
@@ -27,34 +31,50 @@ struct cb_engine {
     /* copies [off, off + n) on stream; the driver's result (not replayed).  For
      * an engine with per_copy_streams, stream NULL means each copy's own stream
      * argument, as the program passed it. */
-    CUresult (*submit)(const struct cb_copies *c, size_t off, size_t n, CUstream stream);
+    CUresult (*submit)(const struct cb_copies *c, size_t off, size_t n, CUstream stream,
+                       const struct cb_stream_facts *f);
     int per_copy_streams;
 };
 
+static int kernel_takes(const struct cb_copies *c, const struct cb_stream_facts *f)
+{
+    return cb_kernel_usable && c->kernel_ok && c->n >= cb_opt(CB_OPT_min_run) && cb_kernel_engine_ready(f->ctx);
+}
+
 static int batch_takes(const struct cb_copies *c, const struct cb_stream_facts *f)
 {
-    (void)f;
-    return c->n >= cb_opt(CB_OPT_min_run);
+    return !f->legacy && c->n >= cb_opt(CB_OPT_min_run);
 }
 static size_t batch_max(void) { return cb_opt(CB_OPT_max_batch); }
+static CUresult batch_submit(const struct cb_copies *c, size_t off, size_t n, CUstream stream,
+                             const struct cb_stream_facts *f)
+{
+    (void)f;
+    return cb_batch_engine_submit(c, off, n, stream);
+}
 
 /* The loop engine takes every run: the last row. */
 static int loop_takes(const struct cb_copies *c, const struct cb_stream_facts *f) { return (void)c, (void)f, 1; }
 static size_t loop_max(void) { return SIZE_MAX; }
-static CUresult loop_submit(const struct cb_copies *c, size_t off, size_t n, CUstream stream)
+static CUresult loop_submit(const struct cb_copies *c, size_t off, size_t n, CUstream stream,
+                            const struct cb_stream_facts *f)
 {
+    (void)f;
     CB_COUNT_N(singles, n);
     return cb_loop_engine_submit(c, off, n, stream);
 }
 
+/* In order of preference: the first that takes a run executes it. */
 static const struct cb_engine cb_engines[] = {
-    {"batch", batch_takes, batch_max, cb_batch_engine_submit, 0},
+    {"kernel", kernel_takes, cb_kernel_engine_max, cb_kernel_engine_submit, 0},
+    {"batch", batch_takes, batch_max, batch_submit, 0},
     {"loop", loop_takes, loop_max, loop_submit, 1},
 };
 
 void cb_engines_init(void)
 {
     cb_batching = 0;
+    cb_kernel_usable = 0;
     if (!cb_batch_engine_init(&cb_batching_reason))
         return;
     if (!cb_opt(CB_OPT_enable)) {
@@ -63,6 +83,12 @@ void cb_engines_init(void)
     }
     cb_batching = 1;
     cb_batching_reason = "ok";
+    if (cb_opt(CB_OPT_engine) == CB_ENGINE_BATCH)
+        cb_kernel_reason = "CUBATCH_ENGINE=batch";
+    else
+        cb_kernel_usable = cb_kernel_engine_init(&cb_kernel_reason);
+    cb_log(CB_LOG_NOTICE, "copy kernel engine %s%s%s", cb_kernel_usable ? "on" : "off (",
+           cb_kernel_usable ? "" : cb_kernel_reason, cb_kernel_usable ? "" : ")");
 }
 
 /* Pipelining: a run is submitted in chunks as it grows, so the GPU copies one
@@ -73,10 +99,21 @@ void cb_engines_init(void)
  * 1074 us and 327 us).  Fixed chunks measured best and steadiest: 32 copies when
  * the run holds host-to-device copies, 64 otherwise (device-to-host 1024 x 4 KiB:
  * 818 us in chunks of 64, 888 us as one batch). */
-size_t cb_engine_chunk(int has_h2d, unsigned chunks)
+size_t cb_engine_chunk(int kernel_ok, int has_h2d, unsigned chunks)
 {
-    (void)chunks;
     size_t max = cb_opt(CB_OPT_max_batch);
+    if (kernel_ok && cb_kernel_usable) {
+        /* The copy kernel: a first launch at 32 copies, then 4 times as many at
+         * each (bench/explore, run X1: best of the schedules tried, with the
+         * program spending 100 ns or 1 us per copy it issues), at most what one
+         * launch carries. */
+        size_t c = 32;
+        for (unsigned i = 0; i < chunks && c < CB_KPARAMS_MAX; i++)
+            c *= 4;
+        if (!cb_opt(CB_OPT_pipeline) || c > CB_KPARAMS_MAX)
+            c = CB_KPARAMS_MAX;
+        return c < max ? c : max;
+    }
     if (!cb_opt(CB_OPT_pipeline))
         return max;
     size_t c = has_h2d ? 32 : 64;
@@ -109,13 +146,13 @@ static CUresult submit_on(const struct cb_copies *c, const struct cb_stream_fact
     const struct cb_engine *e = cb_engines;
     while (!e->takes(c, f))
         e++;
-    CUstream own = f->ptds ? CU_STREAM_PER_THREAD : f->stream;
+    CUstream own = f->ptds ? CU_STREAM_PER_THREAD : f->legacy ? CU_STREAM_LEGACY : f->stream;
     CUstream stream = side ? side : e->per_copy_streams ? NULL : own;
     CUresult first = CUDA_SUCCESS;
     size_t max = e->max_per_call();
     for (size_t off = 0; off < c->n; off += max) {
         size_t cnt = c->n - off < max ? c->n - off : max;
-        CUresult rc = e->submit(c, off, cnt, stream);
+        CUresult rc = e->submit(c, off, cnt, stream, f);
         /* The loop engine's errors are the copies' own; any other engine's
          * refusal is replayed.  Copies of one run never overlap, so running a
          * copy again that the driver may already have done writes the same bytes. */

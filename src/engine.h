@@ -13,6 +13,7 @@
 
 #include "copies.h"
 #include "engine_batch.h"
+#include "engine_kernel.h"
 #include "engine_loop.h"
 #include "ptds.h"
 
@@ -22,9 +23,12 @@ extern int cb_batching;
 extern const char *cb_batching_reason;
 /* At initialisation: decide cb_batching from the driver and the options. */
 void cb_engines_init(void);
-/* The length at which a growing run is submitted (pipelining), for a run that
- * holds host-to-device copies or not, after `chunks` chunk submissions in a row. */
-size_t cb_engine_chunk(int has_h2d, unsigned chunks);
+/* 1 when the copy kernel may take runs (CUBATCH_ENGINE, and it could be loaded). */
+extern int cb_kernel_usable;
+/* The length at which a growing run is submitted (pipelining): by the engine
+ * that will take it (kernel_ok), whether it holds host-to-device copies, and
+ * after `chunks` chunk submissions in a row. */
+size_t cb_engine_chunk(int kernel_ok, int has_h2d, unsigned chunks);
 /* Submit c's copies for a stream.  owner: the calling thread owns the
  * per-thread stream (else another thread's per-thread stream goes through the
  * side stream).  Nothing is dropped: a refused batch is replayed copy by copy,

@@ -24,6 +24,8 @@ CUresult cb_flush_run(struct cb_run *run, enum cb_flush_why why)
     int owner = cb_run_is_owner(run);
     if (run->q.n > 0) {
         cb_stats_thread()->v[cb_flush_stat(why)]++;
+        if (run->facts.legacy)
+            CB_COUNT(legacy_runs);
         rc = cb_engine_submit(&run->q, &run->facts, owner);
         cb_run_clear(run);
     } else if (owner && run->facts.fence.ev_join) {
@@ -43,30 +45,28 @@ CUresult cb_flush_run(struct cb_run *run, enum cb_flush_why why)
     return pending;
 }
 
-CUresult cb_flush_stream(CUstream s, int ptsz_entry, enum cb_flush_why why)
+/* Which runs a flush takes (lock held). */
+enum cb_which { CB_ALL_RUNS, CB_BLOCKING_RUNS, CB_BLOCKING_NOT_LEGACY, CB_LEGACY_RUNS };
+
+static int matches(const struct cb_run *run, enum cb_which which)
 {
-    if (cb_runs_locked_here() || !cb_runs_active())
-        return CUDA_SUCCESS;
-    enum cb_stream_kind sk = cb_stream_kind(s, ptsz_entry);
-    if (sk == CB_SK_LEGACY)
-        return cb_flush_legacy();
-    struct cb_run_key key = cb_run_key_of(s, sk);
-    CUresult rc = CUDA_SUCCESS;
-    cb_runs_lock();
-    struct cb_run *run = cb_run_find(&key);
-    if (run && run->active)
-        rc = cb_flush_run(run, why);
-    cb_runs_unlock();
-    return rc;
+    int blocking = run->facts.blocking || run->facts.ptds;
+    switch (which) {
+    case CB_ALL_RUNS: return 1;
+    case CB_BLOCKING_RUNS: return blocking;
+    case CB_BLOCKING_NOT_LEGACY: return blocking && !run->facts.legacy;
+    case CB_LEGACY_RUNS: return run->facts.legacy;
+    }
+    return 1;
 }
 
-/* Flush every active run, or only blocking ones (legacy rule).  Lock held. */
-static CUresult flush_matching(int only_blocking, enum cb_flush_why why)
+/* Flush every active run that matches.  Lock held. */
+static CUresult flush_matching(enum cb_which which, enum cb_flush_why why)
 {
     CUresult first = CUDA_SUCCESS;
     struct cb_run *run, *tmp;
     CB_RUNS_EACH(run, tmp) {
-        if (!run->active || (only_blocking && !run->facts.blocking && !run->facts.ptds))
+        if (!run->active || !matches(run, which))
             continue;
         CUresult rc = cb_flush_run(run, why);
         /* legacy-ordered calls (and context-wide ones, which include synchronous
@@ -79,27 +79,92 @@ static CUresult flush_matching(int only_blocking, enum cb_flush_why why)
     return first;
 }
 
-static CUresult flush_unless_idle(int only_blocking, enum cb_flush_why why)
+static CUresult flush_unless_idle(enum cb_which which, enum cb_flush_why why)
 {
     if (cb_runs_locked_here() || !cb_runs_active())
         return CUDA_SUCCESS;
     cb_runs_lock();
-    CUresult rc = flush_matching(only_blocking, why);
+    CUresult rc = flush_matching(which, why);
     cb_runs_unlock();
     return rc;
 }
 
-CUresult cb_flush_legacy(void) { return flush_unless_idle(1, CB_WHY_flush_legacy); }
+CUresult cb_flush_legacy(void) { return flush_unless_idle(CB_BLOCKING_RUNS, CB_WHY_flush_legacy); }
 
-CUresult cb_flush_all(enum cb_flush_why why) { return flush_unless_idle(0, why); }
+CUresult cb_flush_all(enum cb_flush_why why) { return flush_unless_idle(CB_ALL_RUNS, why); }
+
+CUresult cb_flush_cross_locked(CUstream s, enum cb_stream_kind sk)
+{
+    /* Rule 3: work on the legacy stream follows every blocking stream's earlier
+     * work; and the mirror image: work on a blocking stream (a per-thread one
+     * too) follows the legacy stream's earlier work, so a legacy run goes first. */
+    if (sk == CB_SK_LEGACY)
+        return flush_matching(CB_BLOCKING_NOT_LEGACY, CB_WHY_flush_legacy);
+    if (cb_runs_legacy_pending() && cb_stream_blocking(s, sk))
+        return flush_matching(CB_LEGACY_RUNS, CB_WHY_flush_legacy);
+    return CUDA_SUCCESS;
+}
+
+/* Captures under way (begun, not yet ended), in any stream of any thread. */
+static atomic_int cb_captures;
+
+int cb_captures_active(void) { return atomic_load_explicit(&cb_captures, memory_order_acquire) > 0; }
+
+CUresult cb_flush_capture_begin(CUstream s, int ptsz_entry)
+{
+    CUresult rc = cb_flush_stream(s, ptsz_entry, CB_WHY_flush_stream);
+    /* counted before the capture begins: no legacy run may open from now on */
+    atomic_fetch_add(&cb_captures, 1);
+    if (!cb_runs_locked_here() && cb_runs_legacy_pending()) {
+        cb_runs_lock();
+        CUresult r2 = flush_matching(CB_LEGACY_RUNS, CB_WHY_flush_stream);
+        cb_runs_unlock();
+        if (rc == CUDA_SUCCESS)
+            rc = r2;
+    }
+    return rc;
+}
+
+void cb_capture_began(CUresult rc)
+{
+    if (rc != CUDA_SUCCESS)
+        atomic_fetch_sub(&cb_captures, 1);
+}
+
+void cb_capture_ended(void)
+{
+    int n = atomic_load(&cb_captures);
+    while (n > 0 && !atomic_compare_exchange_weak(&cb_captures, &n, n - 1))
+        ;
+}
+
+CUresult cb_flush_stream(CUstream s, int ptsz_entry, enum cb_flush_why why)
+{
+    if (cb_runs_locked_here() || !cb_runs_active())
+        return CUDA_SUCCESS;
+    enum cb_stream_kind sk = cb_stream_kind(s, ptsz_entry);
+    if (sk == CB_SK_LEGACY)
+        return cb_flush_legacy();
+    struct cb_run_key key = cb_run_key_of(s, sk, NULL);
+    cb_runs_lock();
+    CUresult rc = cb_flush_cross_locked(s, sk);
+    struct cb_run *run = cb_run_find(&key);
+    if (run && run->active) {
+        CUresult r2 = cb_flush_run(run, why);
+        if (rc == CUDA_SUCCESS)
+            rc = r2;
+    }
+    cb_runs_unlock();
+    return rc;
+}
 
 CUresult cb_issue_ahead_of_run(const struct cb_copy_req *rq)
 {
     if (!cb_runs_active() || cb_runs_locked_here())
         return cb_issue_copy(rq->hook, rq->dst, rq->src, rq->bytes, rq->stream);
-    struct cb_run_key key = cb_run_key_of(rq->stream, rq->sk);
-    CUresult fe = CUDA_SUCCESS;
+    struct cb_run_key key = cb_run_key_of(rq->stream, rq->sk, rq->ctx);
     cb_runs_lock();
+    CUresult fe = cb_flush_cross_locked(rq->stream, rq->sk);
     struct cb_run *run = cb_run_find(&key);
     if (run && run->q.n > 0 && cb_run_hazard(run, rq))
         fe = cb_flush_run(run, CB_WHY_flush_hazard);
@@ -201,7 +266,7 @@ uint64_t cb_flush_timer_look(uint64_t now)
 void cb_flush_exit(void)
 {
     cb_runs_lock();
-    flush_matching(0, CB_WHY_flush_exit);
+    flush_matching(CB_ALL_RUNS, CB_WHY_flush_exit);
     cb_closed = 1;
     cb_runs_unlock();
 }
@@ -209,7 +274,7 @@ void cb_flush_exit(void)
 void cb_flush_atfork_prepare(void)
 {
     cb_runs_lock();
-    flush_matching(0, CB_WHY_flush_exit); /* the parent loses nothing */
+    flush_matching(CB_ALL_RUNS, CB_WHY_flush_exit); /* the parent loses nothing */
 }
 
 void cb_flush_atfork_parent(void) { cb_runs_unlock(); }
@@ -218,4 +283,5 @@ void cb_flush_atfork_child(void)
 {
     cb_runs_atfork_child();
     cb_ptds_atfork_child();
+    cb_kernel_atfork_child();
 }

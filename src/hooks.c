@@ -56,6 +56,10 @@ static CUresult cb_flush_two(CUstream a, CUstream b, int ptsz)
     CB_WRAPPER(name, params, args, CB_FLUSH_ARG(aarg, ptsz), (void)0)
 #define CB_WRAP_STREAM2(name, ptsz, aarg, params, args) \
     CB_WRAPPER(name, params, args, cb_flush_two(CB_EXPAND aarg, ptsz), (void)0)
+#define CB_WRAP_CAPTURE_BEGIN(name, ptsz, aarg, params, args) \
+    CB_WRAPPER(name, params, args, cb_flush_capture_begin(CB_EXPAND aarg, ptsz), cb_capture_began(rc))
+#define CB_WRAP_CAPTURE_END(name, ptsz, aarg, params, args) \
+    CB_WRAPPER(name, params, args, CB_FLUSH_ARG(aarg, ptsz), cb_capture_ended())
 #define CB_WRAP_STREAM_FREE(name, ptsz, aarg, params, args) \
     CB_WRAPPER(name, params, args, CB_FLUSH_ARG(aarg, ptsz), cb_forget_classes())
 #define CB_WRAP_DESTROY_STREAM(name, ptsz, aarg, params, args) \

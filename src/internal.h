@@ -66,6 +66,7 @@ enum cb_option_id {
 #define CB_WORD_ENUM(OPT, NAME, word) CB_##OPT##_##NAME,
 enum cb_src_order { CB_WORDS_SRC_ORDER(CB_WORD_ENUM) };
 enum cb_stats_mode { CB_WORDS_STATS(CB_WORD_ENUM) };
+enum cb_engine_choice { CB_WORDS_ENGINE(CB_WORD_ENUM) };
 #undef CB_WORD_ENUM
 
 enum cb_stat_id {
@@ -133,8 +134,9 @@ void cb_ctx_fate_after(const struct cb_ctx_fate *f, CUresult rc);
 enum cb_kind { CB_MEM_UNKNOWN = 0, CB_MEM_DEVICE, CB_MEM_HOST, CB_MEM_MANAGED };
 struct cb_class {
     enum cb_kind kind;
-    int device;    /* ordinal for device memory, -1 otherwise */
-    uintptr_t end; /* end of the allocation holding the pointer (0 unknown) */
+    int device;     /* ordinal for device memory, -1 otherwise */
+    uintptr_t end;  /* end of the allocation holding the pointer (0 unknown) */
+    CUcontext kctx; /* the context whose kernels may touch it at this address (NULL: none) */
 };
 /* Returns 0 and fills *out, or -1 when the driver query failed. */
 int cb_classify(uintptr_t p, struct cb_class *out);
@@ -168,7 +170,18 @@ struct cb_copy_req;
 CUresult cb_flush_run(struct cb_run *run, enum cb_flush_why why);
 CUresult cb_flush_stream(CUstream s, int ptsz_entry, enum cb_flush_why why);
 CUresult cb_flush_legacy(void); /* every blocking stream's run: legacy-stream work follows */
+/* What a copy on stream s must follow on other streams (rule 3 and its mirror
+ * image): blocking runs before a legacy-stream copy, legacy runs before a
+ * blocking-stream copy.  Run lock held. */
+CUresult cb_flush_cross_locked(CUstream s, enum cb_stream_kind sk);
 CUresult cb_flush_all(enum cb_flush_why why);
+/* Captures (CAPTURE_BEGIN/END rows of hooks.def): begin flushes the stream and
+ * every legacy run; while one is under way nothing is deferred on the legacy
+ * stream (copy.c). */
+CUresult cb_flush_capture_begin(CUstream s, int ptsz_entry);
+void cb_capture_began(CUresult rc);
+void cb_capture_ended(void);
+int cb_captures_active(void);
 /* Issue an eligible copy that is not deferred, ahead of its stream's run unless
  * they overlap (then the run goes first); returns the copy's result (or an
  * earlier flush error). */

@@ -12,12 +12,12 @@ nodist_include_HEADERS = include/cubatch.h
 
 src_libcubatch_core_la_SOURCES = \
 	src/internal.h src/stats.h src/run.h src/hazard.h src/engine.h src/copies.h \
-	src/engine_batch.h src/engine_loop.h src/ptds.h \
+	src/engine_batch.h src/engine_loop.h src/engine_kernel.h src/ptds.h src/copy_kernel.h \
 	src/hooks.def src/driver.def src/options.def src/stats.def \
 	src/copy.c src/context.c src/classify.c src/policy.c \
 	src/life.c src/timer.c src/flush.c \
 	src/run.c src/hazard.c \
-	src/engine.c src/engine_batch.c src/engine_loop.c src/ptds.c \
+	src/engine.c src/engine_batch.c src/engine_loop.c src/engine_kernel.c src/ptds.c \
 	src/stats.c src/config.c src/driver.c src/log.c src/clock.c
 src_libcubatch_core_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden -pthread
 
@@ -26,3 +26,15 @@ src_libcubatch_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden -pthread
 src_libcubatch_la_LDFLAGS = -avoid-version -module -no-undefined -shared -pthread \
 	-Wl,-Bsymbolic-functions $(AM_LDFLAGS)
 src_libcubatch_la_LIBADD = src/libcubatch-core.la -ldl
+
+# The copy-kernel engine: the kernel compiled for every architecture the
+# toolkit's nvcc knows (configure: CB_NVCC_GENCODE), embedded by the assembler.
+EXTRA_DIST += src/copy_kernel.cu src/copy_kernel.h src/copy_kernel_image.S
+if KERNEL_ENGINE
+src_libcubatch_core_la_SOURCES += src/copy_kernel_image.S
+src/copy_kernel.fatbin: $(srcdir)/src/copy_kernel.cu $(srcdir)/src/copy_kernel.h
+	$(AM_V_GEN)$(MKDIR_P) src && $(NVCC) -fatbin -O3 -std=c++17 --compress-mode=size $(CB_NVCC_GENCODE) \
+	    -I$(srcdir)/src -o $@.tmp $(srcdir)/src/copy_kernel.cu && mv $@.tmp $@
+src/copy_kernel_image.lo: src/copy_kernel.fatbin
+CLEANFILES += src/copy_kernel.fatbin
+endif

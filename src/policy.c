@@ -1,17 +1,20 @@
 /* policy.c - the one table that decides, by direction and size, whether a copy is
- * worth deferring.  The batch API is not always faster than a loop of copies: on
- * an H200 with driver 580 (DESIGN.md section 4) host-to-device copies from 8 KiB to
- * just under 28 KiB run up to 2x slower as a batch, while device-to-host copies
- * gain 1.4-2.9x at every size.  The default bands keep every measured cell at least
- * as fast as the program's own loop.
- *
- * Device-to-device copies gain at most 1.08x as a batch (and nothing beyond the
- * noise between processes in our own H200 runs, bench/RESULTS.md), so they are
- * not deferred by default.
+ * worth deferring.  Measured on an H200 with driver 580 (DESIGN.md section 4,
+ * bench/explore, bench/RESULTS.md), every direction gains at every size once runs
+ * go out as they are executed now: the copy kernel wins 7-265x on host-to-device,
+ * device-to-host and device-to-device copies up to 64 KiB and more; the batch
+ * API, submitted in chunks of 32 (pipelining), no longer loses on host-to-device
+ * copies of 8-28 KiB (1024 x 16 KiB: 1063 us in chunks against 3011 us for the
+ * loop), which it did as one large batch (up to 2x slower), and gains 1.06-1.09x
+ * on device-to-device copies.  So the default defers them all; host-to-host
+ * copies were not measured and are left alone.  With pipelining switched off,
+ * host-to-device copies of 8-28 KiB that the kernel does not take (managed
+ * memory, CUBATCH_ENGINE=batch) are slower batched: keep them out with a policy
+ * such as "h2d:0-8K,h2d:28K-max,d2h:0-max,d2d:0-max".
  *
  * CUBATCH_POLICY replaces the table: "default", "all", "none", or a comma list of
  * DIR:LO-HI bands (half-open [LO, HI); HI may be "max"), e.g.
- * "h2d:0-8K,h2d:28K-max,d2h:0-max" (the default).  A direction with no
+ * "h2d:0-max,d2h:0-max,d2d:0-max" (the default).  A direction with no
  * band is never deferred.  CUBATCH_MAX_COPY caps every band.
  *
  * A policy is refused as a whole (the default stays, one warning says why) when a
@@ -34,7 +37,7 @@ struct cb_policy {
     unsigned nband[CB_D_COUNT];
 };
 
-static const char cb_policy_default_text[] = "h2d:0-8K,h2d:28K-max,d2h:0-max";
+static const char cb_policy_default_text[] = "h2d:0-max,d2h:0-max,d2d:0-max";
 static struct cb_policy cb_policy_table;
 
 /* In the order of enum cb_direction (and of stats.def's copies_* rows). */

@@ -24,6 +24,7 @@ struct cb_run *cb_run_table;
  * flush trigger return without taking the lock. */
 static atomic_int cb_active;
 static atomic_int cb_nonempty; /* runs holding copies: what the timer waits for */
+static atomic_int cb_legacy_nonempty; /* legacy-stream runs holding copies */
 /* Bumped whenever a run is freed: validates the per-thread last-run cache. */
 static uint64_t cb_runs_epoch = 1;
 /* Set while this thread holds the lock: a driver call made from inside a
@@ -57,11 +58,14 @@ int cb_runs_locked_here(void) { return cb_tls_locked; }
 
 int cb_runs_active(void) { return atomic_load_explicit(&cb_active, memory_order_acquire) > 0; }
 int cb_runs_nonempty(void) { return atomic_load(&cb_nonempty) > 0; }
+int cb_runs_legacy_pending(void) { return atomic_load_explicit(&cb_legacy_nonempty, memory_order_acquire) > 0; }
 
-struct cb_run_key cb_run_key_of(CUstream s, enum cb_stream_kind sk)
+struct cb_run_key cb_run_key_of(CUstream s, enum cb_stream_kind sk, CUcontext ctx)
 {
     if (sk == CB_SK_PER_THREAD)
         return (struct cb_run_key){(uintptr_t)CU_STREAM_PER_THREAD, (uintptr_t)pthread_self()};
+    if (sk == CB_SK_LEGACY) /* one legacy stream per context */
+        return (struct cb_run_key){(uintptr_t)CU_STREAM_LEGACY, (uintptr_t)ctx};
     return (struct cb_run_key){(uintptr_t)s, 0};
 }
 
@@ -77,6 +81,8 @@ void cb_run_set_active(struct cb_run *run)
     int q = run->q.n > 0;
     if (q != run->queued) {
         atomic_fetch_add(&cb_nonempty, q ? 1 : -1);
+        if (run->facts.legacy)
+            atomic_fetch_add(&cb_legacy_nonempty, q ? 1 : -1);
         run->queued = q;
     }
 }
@@ -86,8 +92,11 @@ void cb_run_free(struct cb_run *run)
     HASH_DEL(cb_run_table, run);
     if (run->active)
         atomic_fetch_sub(&cb_active, 1);
-    if (run->queued)
+    if (run->queued) {
         atomic_fetch_sub(&cb_nonempty, 1);
+        if (run->facts.legacy)
+            atomic_fetch_sub(&cb_legacy_nonempty, 1);
+    }
     free(run->q.dsts);
     free(run->q.srcs);
     free(run->q.sizes);
@@ -102,6 +111,15 @@ void cb_run_free(struct cb_run *run)
 int cb_run_is_owner(const struct cb_run *run)
 {
     return run->facts.ptds && !run->facts.orphan && pthread_equal((pthread_t)run->key.owner, pthread_self());
+}
+
+int cb_stream_blocking(CUstream s, enum cb_stream_kind sk)
+{
+    if (sk != CB_SK_CREATED)
+        return 1; /* the legacy stream, and per-thread streams (they synchronize with it) */
+    unsigned int flags = 0;
+    return !cb_drv.cuStreamGetFlags || cb_drv.cuStreamGetFlags(s, &flags) != CUDA_SUCCESS ||
+           !(flags & CU_STREAM_NON_BLOCKING); /* when unsure: blocking (more flushes, never fewer) */
 }
 
 struct cb_run *cb_run_find(const struct cb_run_key *key)
@@ -123,7 +141,8 @@ struct cb_run *cb_run_create(const struct cb_run_key *key)
     if (!run)
         return NULL;
     run->key = *key;
-    run->facts.ptds = key->owner != 0;
+    run->facts.legacy = key->stream == (uintptr_t)CU_STREAM_LEGACY;
+    run->facts.ptds = key->owner != 0 && !run->facts.legacy;
     HASH_ADD(hh, cb_run_table, key, sizeof run->key, run);
     return run;
 }
@@ -139,15 +158,26 @@ void cb_run_clear(struct cb_run *run)
 int cb_run_open(struct cb_run *run, CUstream stream)
 {
     struct cb_stream_facts *f = &run->facts;
-    CUstream s = f->ptds ? CU_STREAM_PER_THREAD : stream;
+    CUstream s = f->ptds ? CU_STREAM_PER_THREAD : f->legacy ? CU_STREAM_LEGACY : stream;
     CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
     f->stream = s;
-    if (!cb_drv.cuStreamIsCapturing || cb_drv.cuStreamIsCapturing(s, &cap) != CUDA_SUCCESS)
+    if (f->legacy) {
+        /* The legacy stream never captures (copy.c defers nothing on it while any
+         * capture is under way); it is the context's own. */
+        f->capturing = 0;
+        f->blocking = 1;
+        f->ctx = (CUcontext)run->key.owner;
+        if (!cb_drv.cuCtxGetDevice || cb_drv.cuCtxGetDevice(&f->device) != CUDA_SUCCESS)
+            return -1;
+    } else if (!cb_drv.cuStreamIsCapturing || cb_drv.cuStreamIsCapturing(s, &cap) != CUDA_SUCCESS) {
         return -1;
+    }
     f->capturing = cap != CU_STREAM_CAPTURE_STATUS_NONE;
     if (f->capturing)
         return 0; /* nothing more to learn: nothing is deferred there */
-    if (f->ptds) {
+    if (f->legacy) {
+        /* learned above */
+    } else if (f->ptds) {
         if (!cb_drv.cuCtxGetCurrent || cb_drv.cuCtxGetCurrent(&f->ctx) != CUDA_SUCCESS || !f->ctx)
             return -1;
         if (!cb_drv.cuCtxGetDevice || cb_drv.cuCtxGetDevice(&f->device) != CUDA_SUCCESS)
@@ -230,6 +260,7 @@ int cb_run_append(struct cb_run *run, const struct cb_copy_req *rq)
     run->q.streams[i] = rq->stream;
     run->issued++;
     run->has_h2d |= rq->scls.kind == CB_MEM_HOST && rq->dcls.kind != CB_MEM_HOST;
+    run->q.kernel_ok = (i == 0 || run->q.kernel_ok) && rq->kernel_ok;
     return 0;
 }
 
@@ -257,6 +288,7 @@ void cb_runs_atfork_child(void)
     }
     atomic_store(&cb_active, 0);
     atomic_store(&cb_nonempty, 0);
+    atomic_store(&cb_legacy_nonempty, 0);
     cb_tls_last.run = NULL;
     pthread_mutexattr_t a;
     pthread_mutexattr_init(&a);

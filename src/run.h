@@ -12,7 +12,8 @@
 
 struct cb_run_key {
     uintptr_t stream; /* the handle; CU_STREAM_PER_THREAD for a per-thread stream */
-    uintptr_t owner;  /* pthread_self() of the owning thread for a per-thread stream, else 0 */
+    uintptr_t owner;  /* pthread_self() of the owning thread for a per-thread stream, the
+                       * context for a legacy stream, else 0 */
 };
 
 struct cb_run {
@@ -47,6 +48,8 @@ struct cb_copy_req {
     CUstream stream; /* as the program passed it */
     enum cb_stream_kind sk;
     struct cb_class dcls, scls;
+    CUcontext ctx;  /* the current context (known for a legacy-stream copy) */
+    int kernel_ok;  /* the copy kernel may execute it on its stream (copy.c) */
 };
 
 /* ---- run.c: the store of runs ------------------------------------------------------ */
@@ -56,7 +59,11 @@ void cb_runs_lock(void);
 void cb_runs_unlock(void);
 int cb_runs_trylock(void);    /* 0 when taken */
 int cb_runs_locked_here(void); /* this thread holds it: a submission's driver call re-entered a wrapper */
-struct cb_run_key cb_run_key_of(CUstream s, enum cb_stream_kind sk);
+/* A stream's key: the handle; (CU_STREAM_PER_THREAD, owner thread); or
+ * (CU_STREAM_LEGACY, ctx) for the legacy stream of the current context ctx. */
+struct cb_run_key cb_run_key_of(CUstream s, enum cb_stream_kind sk, CUcontext ctx);
+/* Does the stream synchronize with the legacy stream (rule 3)? */
+int cb_stream_blocking(CUstream s, enum cb_stream_kind sk);
 struct cb_run *cb_run_find(const struct cb_run_key *key);   /* lock held; NULL: none */
 struct cb_run *cb_run_create(const struct cb_run_key *key); /* lock held; NULL: out of memory */
 void cb_run_free(struct cb_run *run);                       /* lock held */
@@ -74,6 +81,7 @@ void cb_run_set_active(struct cb_run *run); /* after any change of q.n, pending,
 int cb_run_is_owner(const struct cb_run *run);
 int cb_runs_active(void);   /* some run holds copies, a pending join or a pending error */
 int cb_runs_nonempty(void); /* some run holds copies */
+int cb_runs_legacy_pending(void); /* some legacy-stream run holds copies */
 /* Each run, in turn (lock held); the current one may be freed. */
 #define CB_RUNS_EACH(run, tmp) HASH_ITER(hh, cb_run_table, run, tmp)
 extern struct cb_run *cb_run_table;

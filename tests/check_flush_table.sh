@@ -38,7 +38,7 @@ observe() { # name mode
             scope = ""
             split("- - S N B P O", letter, " ")
             for (i = 1; i < last; i++) {
-                if (line[i] !~ /^cuMemcpyBatchAsync_v2 rc=0 /) continue
+                if (line[i] !~ /^(cuMemcpyBatchAsync_v2|cuLaunchKernel) rc=0 /) continue
                 if (match(line[i], / count=[0-9]+/)) {
                     c = substr(line[i], RSTART + 7, RLENGTH - 7) + 0
                     if (c >= 2 && c <= 6) seen[c] = 1

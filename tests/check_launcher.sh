@@ -33,13 +33,13 @@ flags=$("$C" --max-batch=8 --policy=all --off -- sh -c 'printf "%s %s %s" "$CUBA
 [ "$flags" = "8 all 0" ] && ok "flags become CUBATCH_ variables" || bad "flags gave '$flags'"
 
 json=$b/launcher-stats.json
-"$C" --stats=json --stats-file="$json" --max-batch=8 -- "$b/tests/probe" d2h_20 >/dev/null 2>&1; rc=$?
+"$C" --stats=json --stats-file="$json" --engine=batch --max-batch=8 -- "$b/tests/probe" d2h_20 >/dev/null 2>&1; rc=$?
 if [ $rc -eq 0 ] && grep -q '"batch_max":8,' "$json" && grep -q '"batches":3,' "$json"; then
     ok "JSON report, with --max-batch honoured"
 else
     bad "JSON report (exit $rc): $(cat "$json" 2>/dev/null)"
 fi
-text=$("$C" --stats -- "$b/tests/probe" basic 2>&1 >/dev/null)
+text=$("$C" --stats --engine=batch -- "$b/tests/probe" basic 2>&1 >/dev/null)
 for want in 'batching on (ok)' 'cuMemcpyHtoDAsync_v2 ' 'deferred ' 'pass_first ' 'batches ' 'flush_full ' 'mean_batch '; do
     printf '%s\n' "$text" | grep -q "$want" || bad "text report lacks '$want'"
 done

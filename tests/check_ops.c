@@ -408,7 +408,7 @@ START_TEST(log_2_shows_values_in_use_in_their_words)
                          "CUBATCH_SRC_ORDER=any", "CUBATCH_MAX_BATCH=8", NULL};
     struct res r = opsprog_with(env);
     const char *want[] = {
-        "cubatch: option policy = h2d:0-8K,h2d:28K-max,d2h:0-max (default: the value given was rejected)\n",
+        "cubatch: option policy = h2d:0-max,d2h:0-max,d2d:0-max (default: the value given was rejected)\n",
         "cubatch: option stats = json (from the environment)\n",
         "cubatch: option max_copy = 1T (from the environment)\n",
         "cubatch: option src_order = any (from the environment)\n",

@@ -89,11 +89,16 @@ static struct run run_prog(const char *prog, const char *scenario, int preload, 
      * (pass_time_us), so batch counts are exact on an idle or a busy machine.
      * Runs go out whole (no pipelining) unless a test asks, so that each
      * scenario's batches follow its own structure. */
-    int own_pipeline = 0;
-    for (const char *const *e = extra; e && *e; e++)
+    int own_pipeline = 0, own_engine = 0;
+    for (const char *const *e = extra; e && *e; e++) {
         own_pipeline |= !strncmp(*e, "CUBATCH_PIPELINE=", 17);
+        own_engine |= !strncmp(*e, "CUBATCH_ENGINE=", 15);
+    }
     if (!own_pipeline)
         env[ne++] = "CUBATCH_PIPELINE=0";
+    /* The batch API engine, unless a test (the kernel engine's) says otherwise. */
+    if (!own_engine)
+        env[ne++] = "CUBATCH_ENGINE=batch";
     snprintf(e_stats_file, sizeof e_stats_file, "CUBATCH_STATS_FILE=%s", stats);
     env[ne++] = e_stats_file;
     snprintf(e_log, sizeof e_log, "CUSIM_LOG=%s", log);
@@ -240,6 +245,7 @@ static struct pair both(const char *scenario, const char *const *extra)
         free(b);
     }
     ck_assert_msg(!strstr(p.shim.log, "USE_AFTER_FREE"), "the simulated driver saw a use after free:\n%s", p.shim.log);
+    ck_assert_msg(!strstr(p.shim.log, "KERNEL_FAULT"), "the copy kernel faulted:\n%s", p.shim.log);
     return p;
 }
 static void pair_free(struct pair *p)
@@ -306,13 +312,20 @@ START_TEST(single_copy_goes_out_as_itself)
 }
 END_TEST
 
+/* the bands that kept host-to-device 8-28 KiB out when they lost as one batch */
+static const char *const old_bands[] = {"CUBATCH_POLICY=h2d:0-8K,h2d:28K-max,d2h:0-max", NULL};
+
 START_TEST(policy_keeps_slow_band_out)
 {
-    struct pair p = both("h2d_16k", NULL); /* 16 KiB H2D: slower as a batch on the H200 */
+    struct pair p = both("h2d_16k", old_bands);
     STAT_EQ(p.shim, "pass_policy", 16);
     STAT_EQ(p.shim, "batches", 0);
     pair_free(&p);
-    p = both("h2d_4k", NULL);
+    p = both("h2d_16k", NULL); /* the default defers them (pipelined) */
+    STAT_EQ(p.shim, "pass_policy", 0);
+    STAT_EQ(p.shim, "batches", 1);
+    pair_free(&p);
+    p = both("h2d_4k", old_bands);
     STAT_EQ(p.shim, "deferred", 15);
     STAT_EQ(p.shim, "batches", 1);
     pair_free(&p);
@@ -325,7 +338,7 @@ END_TEST
 
 START_TEST(policy_pass_through_keeps_the_run)
 {
-    struct pair p = both("interleave", NULL);
+    struct pair p = both("interleave", old_bands);
     STAT_EQ(p.shim, "pass_policy", 17);
     STAT_EQ(p.shim, "deferred", 15 + 2); /* the first D2H copy went out at once */
     STAT_EQ(p.shim, "batches", 2);       /* the other 15 D2H copies stayed one run ... */
@@ -726,6 +739,142 @@ START_TEST(process_without_cuda_is_untouched)
 }
 END_TEST
 
+/* ---- the copy-kernel engine ------------------------------------------------------------ */
+
+#define LAUNCH "cuLaunchKernel"
+static const char *const kernel_engine[] = {"CUBATCH_ENGINE=kernel", NULL};
+
+START_TEST(kernel_runs_the_runs)
+{
+    struct pair p = both("basic", kernel_engine);
+    STAT_EQ(p.shim, "deferred", 127);
+    STAT_EQ(p.shim, "kernel_copies", 127);
+    STAT_EQ(p.shim, "kernel_launches", 2); /* split where the D2H copies read the H2D ones */
+    STAT_EQ(p.shim, "batches", 0);
+    LOG_BEFORE(p.shim, LAUNCH, "cuStreamSynchronize");
+    pair_free(&p);
+    /* the default (auto) takes them too */
+    const char *autom[] = {"CUBATCH_ENGINE=auto", NULL};
+    p = both("basic", autom);
+    STAT_EQ(p.shim, "kernel_copies", 127);
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(kernel_keeps_every_rule)
+{
+    /* hazards (the simulated kernel runs its copies in reverse order) and the
+     * observers, as with the batch API */
+    const char *const scen[] = {"chain", "overwrite", "interleave", "query", "event", "hostfunc", "ctx_event",
+                                "free_realloc", "destroy", "managed", "ptds_own", "ptds_ctxsync", "ptds_legacy",
+                                "threads", "fork", "exit", "ctx_destroy", "ctx_reset", "primary_release", NULL};
+    const char *env[] = {"CUBATCH_ENGINE=kernel", "CUBATCH_POLICY=all", NULL};
+    long launches = 0;
+    for (int i = 0; scen[i]; i++) {
+        struct pair p = both(scen[i], env);
+        launches += stat_of(&p.shim, "kernel_launches");
+        pair_free(&p);
+    }
+    ck_assert_int_ge(launches, 20);
+    struct pair p = both("query", kernel_engine);
+    LOG_BEFORE(p.shim, LAUNCH, "cuStreamQuery");
+    pair_free(&p);
+    p = both("hostfunc", kernel_engine);
+    LOG_BEFORE(p.shim, LAUNCH, "cuLaunchHostFunc");
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(kernel_batches_the_legacy_stream)
+{
+    struct pair p = both("legacy_copies", kernel_engine);
+    STAT_EQ(p.shim, "pass_legacy", 0);
+    STAT_EQ(p.shim, "deferred", 63); /* the first of the burst went out at once */
+    STAT_GE(p.shim, "legacy_runs", 1);
+    ck_assert_msg(strstr(p.shim.log, LAUNCH " rc=0 stream=0x1 "), "no launch on the legacy stream:\n%s", p.shim.log);
+    pair_free(&p);
+    /* the batch API engine leaves it alone */
+    const char *batch[] = {"CUBATCH_ENGINE=batch", NULL};
+    p = both("legacy_copies", batch);
+    STAT_EQ(p.shim, "pass_legacy", 64);
+    STAT_EQ(p.shim, "legacy_runs", 0);
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(legacy_runs_go_before_blocking_work)
+{
+    /* rule 3 both ways: blocking runs before legacy work (legacy), and legacy
+     * runs before blocking work (legacy_then_blocking: wrong bytes otherwise) */
+    struct pair p = both("legacy_then_blocking", kernel_engine);
+    STAT_GE(p.shim, "legacy_runs", 1);
+    STAT_GE(p.shim, "flush_legacy", 1);
+    pair_free(&p);
+    p = both("legacy", kernel_engine);
+    LOG_BEFORE(p.shim, LAUNCH, "cuMemcpyDtoHAsync_v2");
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(capture_begins_after_legacy_runs)
+{
+    struct pair p = both("capture_legacy", kernel_engine);
+    char buf[32];
+    ck_assert_str_eq(line_of(&p.shim, "rc: end_capture ", buf, sizeof buf), "0");
+    STAT_GE(p.shim, "legacy_runs", 1);
+    LOG_BEFORE(p.shim, LAUNCH, "cuStreamBeginCapture_v2");
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(kernel_only_where_it_may_touch_the_memory)
+{
+    /* registered memory whose device address is not its host address: the
+     * batch API takes it; where they are the same, the kernel does */
+    const char *alias[] = {"CUBATCH_ENGINE=kernel", "CUSIM_REGISTERED_ALIAS=1", NULL};
+    struct pair p = both("registered", alias);
+    STAT_EQ(p.shim, "kernel_launches", 0);
+    STAT_EQ(p.shim, "batches", 1);
+    pair_free(&p);
+    p = both("registered", kernel_engine);
+    STAT_EQ(p.shim, "kernel_launches", 1);
+    pair_free(&p);
+    /* auto: copies over 256 KiB go to the batch API; kernel: to the kernel */
+    const char *autom[] = {"CUBATCH_ENGINE=auto", NULL};
+    p = both("big", autom);
+    STAT_EQ(p.shim, "kernel_launches", 0);
+    STAT_EQ(p.shim, "batches", 1);
+    pair_free(&p);
+    p = both("big", kernel_engine);
+    STAT_EQ(p.shim, "kernel_launches", 1);
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(refused_launch_is_replayed)
+{
+    const char *env[] = {"CUBATCH_ENGINE=kernel", "CUSIM_FAIL=cuLaunchKernel:1:1", NULL};
+    struct pair p = both("basic", env);
+    STAT_EQ(p.shim, "batch_errors", 1);
+    STAT_GE(p.shim, "replayed", 63);
+    STAT_EQ(p.shim, "replay_errors", 0);
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(kernel_chunks_grow)
+{
+    /* pipelining with the kernel: launches at 32, then 128, 512 copies */
+    const char *env[] = {"CUBATCH_ENGINE=kernel", "CUBATCH_PIPELINE=1", NULL};
+    struct pair p = both("long_loop", env);
+    STAT_EQ(p.shim, "deferred", 999);
+    STAT_EQ(p.shim, "flush_full", 3); /* 32 + 128 + 512, then 327 at the sync */
+    STAT_EQ(p.shim, "batch_max", 512);
+    STAT_EQ(p.shim, "kernel_launches", 4);
+    pair_free(&p);
+}
+END_TEST
+
 /* ---- section 2: the version rule ----------------------------------------------------------- */
 
 static void assert_pass_through(const char *const *env, const char *reason)
@@ -855,6 +1004,9 @@ int main(void)
         {"version", {driver_12_8_passes_through, missing_entry_point_passes_through, switched_off_passes_through,
                      bad_environment_is_reported}},
         {"interposition", {every_path_reaches_the_right_wrapper}},
+        {"kernel_engine", {kernel_runs_the_runs, kernel_keeps_every_rule, kernel_batches_the_legacy_stream,
+                           legacy_runs_go_before_blocking_work, capture_begins_after_legacy_runs,
+                           kernel_only_where_it_may_touch_the_memory, refused_launch_is_replayed, kernel_chunks_grow}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         TCase *tc = tcase_create(cases[i].name);

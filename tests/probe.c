@@ -300,6 +300,96 @@ static void sc_legacy_copies(void)
     free(src);
 }
 
+/* Copies on the legacy stream, then copies on a blocking stream that overwrite
+ * what the legacy ones read: the blocking stream's work follows the legacy
+ * stream's earlier work, so the legacy copies must have read the old bytes. */
+static void sc_legacy_then_blocking(void)
+{
+    unsigned char *old = malloc(N * SZ), *fresh = pinned(N * SZ);
+    fill(old, N * SZ, 35);
+    fill(fresh, N * SZ, 36);
+    CUdeviceptr d = devfilled(old, N * SZ);
+    unsigned char *out = pinned(N * SZ), *back = pinned(N * SZ);
+    CUstream s = mkstream(0);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * SZ, d + (size_t)i * SZ, SZ, CU_STREAM_LEGACY));
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyHtoDAsync_v2(d + (size_t)i * SZ, fresh + (size_t)i * SZ, SZ, s));
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(back + (size_t)i * SZ, d + (size_t)i * SZ, SZ, s));
+    CK(cuStreamSynchronize(s));
+    CK(cuStreamSynchronize(CU_STREAM_LEGACY));
+    expect("legacy copies read before the overwrite", out, old, N * SZ);
+    expect("the overwrite", back, fresh, N * SZ);
+    free(old);
+}
+
+/* Host memory registered with cuMemHostRegister, as copy destinations. */
+static void sc_registered(void)
+{
+    unsigned char *src = malloc(N * SZ), *host = aligned_alloc(4096, N * SZ);
+    fill(src, N * SZ, 37);
+    memset(host, 0, N * SZ);
+    CUdeviceptr d = devfilled(src, N * SZ);
+    CK(cuMemHostRegister_v2(host, N * SZ, 0));
+    CUstream s = mkstream(0);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(host + (size_t)i * SZ, d + (size_t)i * SZ, SZ, s));
+    CK(cuStreamSynchronize(s));
+    expect("registered memory", host, src, N * SZ);
+    CK(cuMemHostUnregister(host));
+    free(src);
+    free(host);
+}
+
+/* Copies queued on the legacy stream, then a global-mode capture begins on a
+ * non-blocking stream: the legacy run must go out first (a launch on the legacy
+ * stream during the capture would invalidate it). */
+static void sc_capture_legacy(void)
+{
+    unsigned char *src = malloc(N * SZ), *in = pinned(N * SZ);
+    fill(src, N * SZ, 38);
+    fill(in, N * SZ, 39);
+    CUdeviceptr d = devfilled(src, N * SZ), d2 = devmem(N * SZ);
+    unsigned char *out = pinned(N * SZ), *back = pinned(N * SZ);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * SZ, d + (size_t)i * SZ, SZ, CU_STREAM_LEGACY));
+    CUstream s = mkstream(CU_STREAM_NON_BLOCKING);
+    CK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyHtoDAsync_v2(d2 + (size_t)i * SZ, in + (size_t)i * SZ, SZ, s));
+    CUgraph g;
+    CUresult end = cuStreamEndCapture(s, &g);
+    printf("rc: end_capture %d\n", (int)end);
+    if (end == CUDA_SUCCESS) {
+        CUgraphExec ge;
+        CK(cuGraphInstantiateWithFlags(&ge, g, 0));
+        CK(cuGraphLaunch(ge, s));
+        CK(cuMemcpyDtoHAsync_v2(back, d2, N * SZ, s));
+        CK(cuStreamSynchronize(s));
+        expect("captured copies", back, in, N * SZ);
+    }
+    CK(cuCtxSynchronize());
+    expect("legacy copies before the capture", out, src, N * SZ);
+    free(src);
+}
+
+/* Copies larger than the copy kernel takes by itself (CUBATCH_ENGINE=auto). */
+static void sc_big(void)
+{
+    enum { B = 512 << 10, NB = 4 };
+    unsigned char *src = malloc(NB * B);
+    fill(src, NB * B, 40);
+    CUdeviceptr d = devfilled(src, NB * B);
+    unsigned char *out = pinned(NB * B);
+    CUstream s = mkstream(0);
+    for (int i = 0; i < NB; i++)
+        CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * B, d + (size_t)i * B, B, s));
+    CK(cuStreamSynchronize(s));
+    expect("big copies", out, src, NB * B);
+    free(src);
+}
+
 /* Per-thread default stream copies in thread A; thread B's context synchronize
  * (or legacy-stream sync) must observe them while A makes no further call. */
 struct xthread {
@@ -972,6 +1062,8 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"threads", sc_threads},       {"h2d_16k", sc_h2d_16k},
     {"h2d_4k", sc_h2d_4k},         {"single", sc_single},       {"pair", sc_pair},
     {"long_loop", sc_long_loop},   {"age", sc_age},
+    {"legacy_then_blocking", sc_legacy_then_blocking}, {"registered", sc_registered},
+    {"capture_legacy", sc_capture_legacy}, {"big", sc_big},
     {"d2h_20", sc_d2h_20},         {"managed", sc_managed},
     {"free_realloc", sc_free_realloc}, {"hostfunc", sc_hostfunc},
     {"interleave", sc_interleave},   {"pace", sc_pace},     {"ctx_reset", sc_ctx_reset}, {"ctx_destroy", sc_ctx_destroy},
