@@ -4,12 +4,16 @@
 # on five streams (S, N, B, P, O: see tests/flushcall.c), calls the row's wrapper
 # once with its stream arguments set to S ("named") and once to NULL ("null"),
 # and the simulated driver's call log shows which runs were submitted before the
-# call reached the driver.  The scope observed for each row must equal the one
-# recorded in tests/flush-table.expected:
+# call reached the driver; and a third time ("legacy") with runs only on N and on
+# the legacy stream (L, executed by the copy kernel) and the stream arguments set
+# to S, a blocking stream, whose work follows the legacy stream's.  The scope
+# observed for each row must equal the one recorded in tests/flush-table.expected:
 #   named=S      only the stream the call names (STREAM rows)
 #   null=SBPO    a legacy-stream call: every blocking stream, per-thread ones too
 #   null=P       NULL through a _ptsz entry: the caller's per-thread stream
 #   SNBPO        a context-wide call (CONTEXT, FREE, DESTROY_CTX, PRIMARY_CTX)
+#   legacy=L     a call on a blocking stream: the legacy run goes first
+#   legacy=NL    a context-wide call
 # A row deleted from hooks.def, or an action changed, changes what is observed:
 # the test fails and prints the difference.  After a deliberate change to the
 # table, review the difference and record it: check_flush_table.sh --update.
@@ -36,22 +40,22 @@ observe() { # name mode
         marks == 1 { line[++n] = $0; if ($1 == name) last = n }
         END {
             scope = ""
-            split("- - S N B P O", letter, " ")
+            split("- - S N B P O L", letter, " ")
             for (i = 1; i < last; i++) {
                 if (line[i] !~ /^(cuMemcpyBatchAsync_v2|cuLaunchKernel) rc=0 /) continue
                 if (match(line[i], / count=[0-9]+/)) {
                     c = substr(line[i], RSTART + 7, RLENGTH - 7) + 0
-                    if (c >= 2 && c <= 6) seen[c] = 1
+                    if (c >= 2 && c <= 7) seen[c] = 1
                 }
             }
-            for (c = 2; c <= 6; c++) if (seen[c]) scope = scope letter[c + 1]
+            for (c = 2; c <= 7; c++) if (seen[c]) scope = scope letter[c + 1]
             if (!last) scope = "CALL-NOT-SEEN"
             print mode "=" (scope == "" ? "-" : scope)
         }' "$log"
 }
 
 if [ "${1:-}" = --one ]; then # internal: one row, both modes, one line
-    printf '%s %s %s\n' "$2" "$(observe "$2" named)" "$(observe "$2" null)"
+    printf '%s %s %s %s\n' "$2" "$(observe "$2" named)" "$(observe "$2" null)" "$(observe "$2" legacy)"
     exit 0
 fi
 

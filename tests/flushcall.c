@@ -2,6 +2,9 @@
  * streams, call ONE intercepted driver function (a row of src/hooks.def), exit.
  *
  *   flushcall NAME named|null      call NAME with its stream arguments = S, or NULL
+ *   flushcall NAME legacy          runs on N and on the legacy stream only (L, by
+ *                                  the copy kernel); NAME called with S, which is
+ *                                  blocking: its work follows the legacy stream's
  *   flushcall --list               print the rows it can call
  *
  * Before the call, runs hold D2H copies on (the first copy of each burst goes
@@ -11,8 +14,9 @@
  *   B  another blocking stream                4 copies
  *   P  this thread's per-thread stream        5 copies
  *   O  another thread's per-thread stream     6 copies
- * so each batch in the simulated driver's log (CUSIM_LOG) says by its count which
- * run went out.  cuDeviceGetCount marks the log before and after the call;
+ *   L  the legacy stream (mode legacy only)   7 copies
+ * so each batch or copy-kernel launch in the simulated driver's log (CUSIM_LOG)
+ * says by its count which run went out.  cuDeviceGetCount marks the log before and after the call;
  * tests/check_flush_table.sh reads which batches reached the driver before the call.
  * Every other parameter is zero, except contexts (a second, idle context),
  * callbacks (no-ops), out-pointers the simulated driver would write through, and
@@ -99,8 +103,8 @@ int main(int argc, char **argv)
             printf("%s %s\n", flushcalls[i].name, flushcalls[i].action);
         return 0;
     }
-    if (argc != 3 || (strcmp(argv[2], "named") && strcmp(argv[2], "null"))) {
-        fprintf(stderr, "usage: flushcall NAME named|null | flushcall --list\n");
+    if (argc != 3 || (strcmp(argv[2], "named") && strcmp(argv[2], "null") && strcmp(argv[2], "legacy"))) {
+        fprintf(stderr, "usage: flushcall NAME named|null|legacy | flushcall --list\n");
         return 2;
     }
     const struct flushcall *fc = NULL;
@@ -123,19 +127,24 @@ int main(int argc, char **argv)
     CK(cuStreamCreate(&s, 0));
     CK(cuStreamCreate(&n, CU_STREAM_NON_BLOCKING));
     CK(cuStreamCreate(&b, 0));
-    queue_on(s, 3, 0);
-    queue_on(n, 4, 0);
-    queue_on(b, 5, 0);
-    queue_on(NULL, 6, 1);
-    pthread_t th;
-    if (pthread_create(&th, NULL, other_thread, NULL))
-        return 1;
-    pthread_mutex_lock(&g_mu);
-    while (!g_other_queued)
-        pthread_cond_wait(&g_cv, &g_mu);
-    pthread_mutex_unlock(&g_mu);
+    if (!strcmp(argv[2], "legacy")) {
+        queue_on(n, 4, 0);
+        queue_on(CU_STREAM_LEGACY, 8, 0);
+    } else {
+        queue_on(s, 3, 0);
+        queue_on(n, 4, 0);
+        queue_on(b, 5, 0);
+        queue_on(NULL, 6, 1);
+        pthread_t th;
+        if (pthread_create(&th, NULL, other_thread, NULL))
+            return 1;
+        pthread_mutex_lock(&g_mu);
+        while (!g_other_queued)
+            pthread_cond_wait(&g_cv, &g_mu);
+        pthread_mutex_unlock(&g_mu);
+    }
 
-    g_stream = strcmp(argv[2], "named") ? NULL : s;
+    g_stream = strcmp(argv[2], "null") ? s : NULL;
     g_stream_slot = g_stream;
     g_cfg.hStream = g_stream;
     int count;

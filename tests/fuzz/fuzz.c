@@ -789,8 +789,8 @@ static int pick_stream(const struct model *m, const struct view *vw, int *last)
         return *last;
     for (;;) {
         int s = vw->main ? (int)rn(NSTREAM) : (int)rn(2);
-        if (s == 0 && pct(60))
-            continue; /* the legacy stream passes through: visit it less */
+        if (s == 0 && pct(25))
+            continue; /* the legacy stream: a little less than the others */
         if (stream_actor(m, vw, s) >= 0)
             return *last = s;
     }
@@ -1577,6 +1577,10 @@ static int seed_env(uint64_t seed, char env[][96], int max)
         snprintf(env[k++], 96, "CUBATCH_MIN_RUN=%u", 3 + (unsigned)rn(3));
     static const unsigned fl[] = {1000000, 1000000, 1000000, 10, 100, 1000};
     snprintf(env[k++], 96, "CUBATCH_FLUSH_US=%u", fl[rn(6)]);
+    static const char *engines[] = {"auto", "auto", "kernel", "batch"};
+    snprintf(env[k++], 96, "CUBATCH_ENGINE=%s", engines[rn(4)]);
+    if (pct(30))
+        snprintf(env[k++], 96, "CUBATCH_PIPELINE=0");
     if (pct(25))
         snprintf(env[k++], 96, "CUBATCH_MAX_COPY=%s", pct(50) ? "64K" : "4M");
     (void)max;

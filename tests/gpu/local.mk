@@ -10,7 +10,7 @@ EXTRA_DIST += \
 	tests/gpu/drv_copies.c \
 	tests/gpu/rt_copies.cu \
 	tests/gpu/torch_copies.py \
-	tests/gpu/cupy_copies.py
+	tests/gpu/cupy_copies.py tests/gpu/cuda_core_copies.py
 # The real-GPU campaign's other parts (bench/RESULTS.md lists the commands).
 EXTRA_DIST += \
 	tests/gpu/run-probe.sh \

@@ -13,8 +13,10 @@
 #                  under the current folder, then under the source tree)
 #   --out DIR      also write gpu-tests.txt (table + logs of failures) and
 #                  gpu-tests-stats.jsonl (every stats object) there
-#   --configs LIST preload configurations: default (library defaults),
-#                  all (CUBATCH_POLICY=all), off (CUBATCH_ENABLE=0); default "default all"
+#   --configs LIST preload configurations: default (library defaults: engine
+#                  auto), batch (CUBATCH_ENGINE=batch), kernel (CUBATCH_ENGINE=kernel),
+#                  all (CUBATCH_POLICY=all), off (CUBATCH_ENABLE=0); default
+#                  "default batch kernel"
 #   --only LIST    run only these programs
 #
 # Environment: CUBATCH_TEST_SEED (same data in every run; random if unset),
@@ -29,7 +31,7 @@ src_top=${srcdir:-$here/../..}
 src_top=$(cd "$src_top" && pwd)
 tdir=$src_top/tests/gpu
 
-bin='' build='' lib=${CUBATCH_LIB:-} out='' configs=${CUBATCH_GPU_CONFIGS:-default all} only=''
+bin='' build='' lib=${CUBATCH_LIB:-} out='' configs=${CUBATCH_GPU_CONFIGS:-default batch kernel} only=''
 while [ $# -gt 0 ]; do
     case $1 in
     --bin) bin=$2; shift 2 ;;
@@ -87,7 +89,7 @@ tmo=${CUBATCH_GPU_TIMEOUT:-180}
 run_timeout=
 command -v timeout >/dev/null && run_timeout="timeout -k 10 $tmo"
 
-programs="drv_copies rt_static rt_shared rt_ptds torch cupy"
+programs="drv_copies rt_static rt_shared rt_ptds torch cupy cuda_core"
 [ -n "$only" ] && programs=$only
 
 cmd_of() {
@@ -98,6 +100,7 @@ cmd_of() {
     rt_ptds) echo "$bin/rt_copies_ptds" ;;
     torch) echo "$py $tdir/torch_copies.py" ;;
     cupy) echo "$py $tdir/cupy_copies.py" ;;
+    cuda_core) echo "$py $tdir/cuda_core_copies.py" ;;
     *) return 1 ;;
     esac
 }
@@ -106,6 +109,8 @@ config_env() {
     case $1 in
     default) echo "" ;;
     all) echo "CUBATCH_POLICY=all" ;;
+    batch) echo "CUBATCH_ENGINE=batch" ;;
+    kernel) echo "CUBATCH_ENGINE=kernel" ;;
     off) echo "CUBATCH_ENABLE=0" ;;
     *) echo "$1" ;;  # any VAR=value list
     esac
@@ -130,7 +135,7 @@ for k, v in d.get("entry_points", {}).items():
 c = d.get("counters", {})
 print("yes" if d.get("batching") else "no(" + str(d.get("reason", "?")).replace(" ", "_") + ")",
       ",".join(eps) or "none",
-      *(c.get(k, "-") for k in ("copies", "deferred", "batches", "batched_copies")))
+      *(c.get(k, "-") for k in ("copies", "deferred", "batches", "kernel_launches")))
 EOF
 }
 
@@ -147,7 +152,7 @@ say "# cubatch GPU tests: seed $seed, library $lib"
 say "# $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
 fmt='%-11s %-8s %-6s %-8s %-5s %-9s %-44s %7s %8s %7s %8s\n'
 # shellcheck disable=SC2059
-say "$(printf "$fmt" program config plain preload same batching entry_points copies deferred batches batched)"
+say "$(printf "$fmt" program config plain preload same batching entry_points copies deferred batches launches)"
 
 for p in $programs; do
     cmd=$(cmd_of "$p") || { say "unknown program $p"; failed=1; continue; }
