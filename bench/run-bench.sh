@@ -251,7 +251,12 @@ drop_to_fit() {
         *) local per n
            per=$(round_ms "$first")
            n=$(( left / (per > 0 ? per : 1) ))
-           note "DROPPED (budget: ${need} ms needed, ${left} ms left): rounds $((first + n))..$rounds (${per} ms a round)"
+           if [ $n -lt 1 ]; then   # this round still runs, as far as the budget goes
+               n=1
+               note "DROPPED (budget: ${per} ms a round, ${left} ms left): round $first runs only as far as the budget goes"
+           fi
+           [ $((first + n)) -le "$rounds" ] &&
+               note "DROPPED (budget: ${need} ms needed, ${left} ms left): rounds $((first + n))..$rounds (${per} ms a round)"
            rounds=$(( first - 1 + n ))
            [ "$torch_rounds" -gt "$rounds" ] && torch_rounds=$rounds
            return ;;

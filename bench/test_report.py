@@ -232,7 +232,13 @@ def main():
     r = row_of(md, "## Engines seen", ["| copies | off |"])
     check(f"stats: off ok: {r[-1]}", r[-1] == "ok")
     check("log's DROPPED line in the summary", "DROPPED (budget" in summary)
-    print(f"{len(fails)} of the checks failed; files in {d}")
+    if fails or a.keep:
+        print(f"{len(fails)} of the checks failed; files in {d}")
+    else:
+        for f in ("bench.csv", "bench-stats.jsonl", "bench.log", "bench.md"):
+            os.remove(os.path.join(d, f))
+        os.rmdir(d)
+        print("all checks hold")
     return 1 if fails else 0
 
 
