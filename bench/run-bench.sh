@@ -360,8 +360,12 @@ run_proc() {
     env_of "$cfg"
     pin_of "$cpu"
     [ "$part" = torch ] && pin=()   # torch pins itself, thread by thread
+    # a process that hangs may not eat the budget: five times its estimate, at
+    # least 30 s, at most what the budget has left
+    local limit=$(( need * 5 > 30000 ? need * 5 : 30000 ))
+    [ $limit -gt $(( left + margin_ms / 2 )) ] && limit=$(( left + margin_ms / 2 ))
     t0=$(elapsed_ms)
-    timeout -k 5 $(( (left + margin_ms / 2) / 1000 )) \
+    timeout -k 5 $(( (limit + 999) / 1000 )) \
         env "${cfg_env[@]}" CUBATCH_STATS=json CUBATCH_STATS_FILE="$js" "${pin[@]}" "$@" \
         >"$work/o" 2>"$work/e"
     rc=$?
