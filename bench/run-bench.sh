@@ -372,6 +372,7 @@ run_proc() {
     dt=$(( $(elapsed_ms) - t0 ))
     grep -v -e '^#' -e '^mode,' -e '^cpu,' "$work/o" | add_stream "$part" | sed "s/^/$prefix/" >>"$csv"
     { echo "## round $round $part $cfg $cpu: rc $rc, ${dt} ms (estimate ${need}), at $(( $(elapsed_ms) / 1000 )) s"
+      [ "$round" -eq 1 ] && echo "# command: ${cfg_env[*]} ${pin[*]} $*"
       grep '^#' "$work/o"; cat "$work/e"; } >>"$log"
     if [ -s "$js" ]; then
         printf '{"config":"%s","cpu":"%s","part":"%s","round":%d,"rc":%d,"ms":%d,"stats":%s}\n' \
