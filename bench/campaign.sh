@@ -41,7 +41,7 @@ while [ $# -gt 0 ]; do
     --bench-budget) bbudget=$2; shift 2 ;;
     --quick) quick=--quick; shift ;;
     --) shift; bench_opts=("$@"); break ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 0 ;;
     *) echo "campaign: unknown argument $1" >&2; exit 99 ;;
     esac
 done

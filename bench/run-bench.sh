@@ -75,7 +75,7 @@ while [ $# -gt 0 ]; do
     --torch-iters) set_titers=$2; shift 2 ;;
     --quick) quick=1; shift ;;
     --plan) plan=1; shift ;;
-    -h|--help) sed -n '2,52p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 0 ;;
     *) echo "run-bench: unknown argument $1" >&2; exit 99 ;;
     esac
 done
