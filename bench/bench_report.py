@@ -361,6 +361,8 @@ def main():
     w(f"- rounds: {', '.join(f'{p} {n}' for p, n in sorted(rounds_by_part.items()))}; "
       f"configurations: {', '.join(configs)}; CPU settings: "
       f"{', '.join(CPU_NAME.get(c, c) for c in cpus if c != '-')}")
+    if d.t and "plain2" not in configs:
+        w("- **no plain2 (A/A) process was measured**: no ratio can be told from noise here")
     w(f"- loop/cubatch judged in {total[0]} cells: {len(wins)} faster outside the noise, "
       f"{len(noisy)} within the noise, {len(misses)} misses (loop/cubatch < {MISS} "
       "outside the noise)" + (":" if misses else ""))
