@@ -1,7 +1,7 @@
 /* bench_copies: time N small asynchronous copies through the driver API, as a
  * loop of cuMemcpy*Async calls and as one hand-written cuMemcpyBatchAsync.
  *
- *   bench_copies [-r REPS] [-w WARMUP] [-m MODES] [-b BUSY_US] CELL [CELL...]
+ *   bench_copies [-r REPS] [-w WARMUP] [-m MODES] [-b BUSY_US] [-s STREAM] CELL...
  *
  * Options apply to the CELLs that follow them and may be repeated between cells.
  *   CELL    DIR:COUNT:SIZE, DIR one of h2d d2h d2d, SIZE in bytes or with a K/M
@@ -11,23 +11,38 @@
  *              cuStreamSynchronize: what a program does (under LD_PRELOAD of
  *              libcubatch.so, this is what cubatch rewrites)
  *     batch    the same copies as one cuMemcpyBatchAsync (CUDA 13, 8 arguments,
- *              srcAccessOrder STREAM), then cuStreamSynchronize
+ *              srcAccessOrder STREAM), then cuStreamSynchronize; not on the
+ *              legacy stream (the batch API rejects it: skipped with a comment)
  *     single   one copy of SIZE, then cuStreamSynchronize (COUNT ignored)
- *     overlap  the loop, then a CPU busy loop of BUSY_US (default: this cell's
- *              batch median) before the sync; the ideal is max(copy, busy)
+ *     overlap  the loop, then a CPU busy loop of BUSY_US before the sync; the
+ *              ideal is max(copy, busy).  BUSY_US 0 (the default) means this
+ *              cell's batch median, measured first in the same process; give a
+ *              fixed -b to compare processes (and on the legacy stream)
  *     enqueue  only the COUNT calls (no sync inside the timed region); the
  *              extra column is the cost per call in ns
+ *   STREAM  the stream of the cells that follow (default side):
+ *     side      a created stream, CU_STREAM_NON_BLOCKING
+ *     blocking  a created stream, flags 0 (synchronises with the legacy stream)
+ *     legacy    CU_STREAM_LEGACY, the legacy default stream
+ *     null      the NULL handle (the legacy default stream, as most programs name it)
+ *     ptds      CU_STREAM_PER_THREAD, the per-thread default stream
  *   REPS    timed repetitions (default 15); WARMUP untimed ones before (3)
  *
- * Every cell and mode is first run once on poisoned destinations and its bytes
- * checked (exit 1 if wrong).  Pinned host memory; clock_gettime(MONOTONIC)
- * around enqueue + sync.  Output, CSV on stdout, '#' lines are comments:
- *   mode,dir,count,size,reps,median_us,p10_us,p90_us,extra
- * Exit: 0 done, 1 error or wrong bytes, 2 usage, 77 no GPU.
+ * Every cell and mode is first run once on poisoned destinations (poisoned on
+ * the same stream) and its bytes checked (exit 1 if wrong).  Pinned host memory;
+ * clock_gettime(MONOTONIC) around enqueue + sync.  Output, CSV on stdout, '#'
+ * lines are comments (the first names the device, cubatch's state and the CPUs
+ * the process may run on):
+ *   mode,stream,dir,count,size,reps,median_us,p10_us,p90_us,extra
+ * extra: GB/s (loop, batch, single), the busy time in us (overlap), ns per call
+ * (enqueue).  Exit: 0 done, 1 error or wrong bytes, 2 usage, 77 no GPU.
+ * BENCH_SIM=1 lets it run without /dev/nvidiactl, on tests/sim's simulated
+ * driver (LD_LIBRARY_PATH), to test the scripts: the times mean nothing.
  */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <dlfcn.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,7 +80,9 @@ static struct {
     CUdeviceptr dsrc, ddst;
 } B;
 
-static CUstream g_s;
+static CUstream g_s;            /* the stream of the cells being measured */
+static const char *g_sname = "side";
+static CUstream g_side, g_blocking; /* created when first asked for */
 static batch_fn g_batch;
 static CUdeviceptr *g_dsts, *g_srcs;
 static size_t *g_sizes, g_arr_cap;
@@ -161,8 +178,8 @@ static void prepare_and_check(const char *mode, enum dir d, size_t count, size_t
     size_t n = count * size;
     if (d == D2H)
         memset(B.hdst, 0xa5, n);
-    else
-        CK(cuMemsetD8(B.ddst, 0xa5, n));
+    else  /* on the measured stream: a non-blocking stream would not wait for cuMemsetD8 */
+        CK(cuMemsetD8Async(B.ddst, 0xa5, n, g_s));
     if (strcmp(mode, "batch") == 0)
         batch(d, count, size);
     else
@@ -232,10 +249,66 @@ static double run_mode(const char *mode, enum dir d, size_t count, size_t size, 
         snprintf(extra, sizeof extra, "%.1f", busy_us);
     else
         snprintf(extra, sizeof extra, "%.3f", count * size / s.med / 1e3);  /* GB/s */
-    printf("%s,%s,%zu,%zu,%d,%.2f,%.2f,%.2f,%s\n", mode, dir_name[d], count, size, reps, s.med,
-           s.p10, s.p90, extra);
+    printf("%s,%s,%s,%zu,%zu,%d,%.2f,%.2f,%.2f,%s\n", mode, g_sname, dir_name[d], count, size,
+           reps, s.med, s.p10, s.p90, extra);
     fflush(stdout);
     return s.med;
+}
+
+/* Select the stream named NAME for the cells that follow; -1 if unknown. */
+static int select_stream(const char *name)
+{
+    if (!strcmp(name, "side")) {
+        if (!g_side)
+            CK(cuStreamCreate(&g_side, CU_STREAM_NON_BLOCKING));
+        g_s = g_side;
+        g_sname = "side";
+    } else if (!strcmp(name, "blocking")) {
+        if (!g_blocking)
+            CK(cuStreamCreate(&g_blocking, CU_STREAM_DEFAULT));
+        g_s = g_blocking;
+        g_sname = "blocking";
+    } else if (!strcmp(name, "legacy")) {
+        g_s = CU_STREAM_LEGACY;
+        g_sname = "legacy";
+    } else if (!strcmp(name, "null")) {
+        g_s = NULL;
+        g_sname = "null";
+    } else if (!strcmp(name, "ptds")) {
+        g_s = CU_STREAM_PER_THREAD;
+        g_sname = "ptds";
+    } else {
+        return -1;
+    }
+    return 0;
+}
+
+static int on_legacy(void)
+{
+    return g_s == NULL || g_s == CU_STREAM_LEGACY;
+}
+
+/* "0-15" or "3" or "2,3": the CPUs this process may run on (taskset's doing). */
+static void cpu_list(char *buf, size_t len)
+{
+    cpu_set_t set;
+    size_t o = 0;
+    buf[0] = 0;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) {
+        snprintf(buf, len, "?");
+        return;
+    }
+    for (int c = 0; c < CPU_SETSIZE && o + 16 < len; c++) {
+        if (!CPU_ISSET(c, &set) || (c > 0 && CPU_ISSET(c - 1, &set)))
+            continue;
+        int e = c;
+        while (e + 1 < CPU_SETSIZE && CPU_ISSET(e + 1, &set))
+            e++;
+        int n = e > c ? snprintf(buf + o, len - o, "%s%d-%d", o ? "," : "", c, e)
+                      : snprintf(buf + o, len - o, "%s%d", o ? "," : "", c);
+        if (n > 0)
+            o += (size_t)n;
+    }
 }
 
 static int parse_cell(const char *arg, enum dir *d, size_t *count, size_t *size)
@@ -263,10 +336,14 @@ static int parse_cell(const char *arg, enum dir *d, size_t *count, size_t *size)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: bench_copies [-r REPS] [-w WARMUP] [-m MODES] [-b BUSY_US] DIR:COUNT:SIZE...\n");
+        fprintf(stderr, "usage: bench_copies [-r REPS] [-w WARMUP] [-m MODES] [-b BUSY_US] "
+                        "[-s side|blocking|legacy|null|ptds] DIR:COUNT:SIZE...\n");
         return 2;
     }
-    if (access("/dev/nvidiactl", F_OK) != 0) {
+    /* BENCH_SIM=1: allowed to run on tests/sim's simulated driver (to test the
+     * scripts; its times mean nothing) */
+    const char *sim = getenv("BENCH_SIM");
+    if (access("/dev/nvidiactl", F_OK) != 0 && !(sim && !strcmp(sim, "1"))) {
         fprintf(stderr, "bench_copies: no GPU (/dev/nvidiactl missing)\n");
         return 77;
     }
@@ -284,7 +361,7 @@ int main(int argc, char **argv)
     CK(cuCtxSetCurrent(ctx));
     CK(cuDeviceGetName(name, sizeof name, dev));
     CK(cuDriverGetVersion(&drv));
-    CK(cuStreamCreate(&g_s, CU_STREAM_NON_BLOCKING));
+    select_stream("side");
 
     CUdriverProcAddressQueryResult st;
     void *p = NULL;
@@ -292,10 +369,13 @@ int main(int argc, char **argv)
     g_batch = r == CUDA_SUCCESS && st == CU_GET_PROC_ADDRESS_SUCCESS ? (batch_fn)p : NULL;
 
     int (*cb_enabled)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "cubatch_batching_enabled");
-    printf("# device %s, driver %d, cuMemcpyBatchAsync %s, cubatch %s\n", name, drv,
+    char cpus[256];
+    cpu_list(cpus, sizeof cpus);
+    printf("# device %s, driver %d, cuMemcpyBatchAsync %s, cubatch %s, cpus %s\n", name, drv,
            g_batch ? "found" : "MISSING",
-           cb_enabled ? (cb_enabled() ? "loaded, batching" : "loaded, pass-through") : "not loaded");
-    printf("mode,dir,count,size,reps,median_us,p10_us,p90_us,extra\n");
+           cb_enabled ? (cb_enabled() ? "loaded, batching" : "loaded, pass-through") : "not loaded",
+           cpus);
+    printf("mode,stream,dir,count,size,reps,median_us,p10_us,p90_us,extra\n");
 
     int reps = 15, warm = 3;
     double busy = 0;
@@ -309,6 +389,12 @@ int main(int argc, char **argv)
             case 'w': warm = atoi(v); break;
             case 'b': busy = atof(v); break;
             case 'm': snprintf(modes, sizeof modes, "%s", v); break;
+            case 's':
+                if (select_stream(v) != 0) {
+                    fprintf(stderr, "bench_copies: unknown stream '%s' (side, blocking, legacy, null, ptds)\n", v);
+                    return 2;
+                }
+                break;
             default: fprintf(stderr, "bench_copies: unknown option %s\n", o); return 2;
             }
             if (reps < 1 || warm < 0) {
@@ -332,8 +418,15 @@ int main(int argc, char **argv)
                 fprintf(stderr, "bench_copies: unknown mode '%s'\n", m);
                 return 2;
             }
-            if ((!strcmp(m, "batch") || (!strcmp(m, "overlap") && busy <= 0)) && !g_batch) {
+            int needs_batch = !strcmp(m, "batch") || (!strcmp(m, "overlap") && busy <= 0);
+            if (needs_batch && !g_batch) {
                 fprintf(stderr, "bench_copies: cuMemcpyBatchAsync unavailable, %s skipped\n", m);
+                continue;
+            }
+            if (needs_batch && on_legacy()) {  /* a comment: the report shows "–" */
+                printf("# %s %s:%zu:%zu on the %s stream: not measured (the batch API rejects "
+                       "the legacy stream%s)\n", m, dir_name[d], count, size, g_sname,
+                       strcmp(m, "batch") ? "; give -b" : "");
                 continue;
             }
             double bu = busy;
@@ -356,7 +449,10 @@ int main(int argc, char **argv)
                 batch_med = med;
         }
     }
-    CK(cuStreamDestroy(g_s));
+    if (g_side)
+        CK(cuStreamDestroy(g_side));
+    if (g_blocking)
+        CK(cuStreamDestroy(g_blocking));
     CK(cuDevicePrimaryCtxRelease(dev));
     return 0;
 }

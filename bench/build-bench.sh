@@ -4,8 +4,8 @@
 #   build-bench.sh DIR
 #
 # DIR/bench_copies (C11, driver API, -lcuda) and DIR/kv_swap (runtime API).
-# Environment: NVCC, CC, CUDA_HOME, NVCC_GENCODE (default: SASS for sm_90 plus
-# PTX for compute_75).
+# Environment: NVCC, CC, CUDA_HOME, NVCC_GENCODE (default: SASS for sm_90, the
+# H200, plus its PTX).  bench/torch_foreach.py is a script: nothing to build.
 set -eu
 [ $# -eq 1 ] || { echo "usage: $0 DIR" >&2; exit 2; }
 out=$1
@@ -18,7 +18,7 @@ for d in "$cuda/lib64/stubs" "$cuda/targets/x86_64-linux/lib/stubs" "$cuda/lib/s
     [ -f "$d/libcuda.so" ] && { stubs=$d; break; }
 done
 [ -n "$stubs" ] || { echo "build-bench: no libcuda.so stub under $cuda" >&2; exit 1; }
-gencode=${NVCC_GENCODE:--gencode arch=compute_90,code=sm_90 -gencode arch=compute_75,code=compute_75}
+gencode=${NVCC_GENCODE:--gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90}
 mkdir -p "$out"
 set -x
 # The stub only satisfies the linker; at run time the real libcuda.so.1 loads.

@@ -49,6 +49,7 @@ one() { # config mode threads
     else
         out=$("$work/dl_threads" "$2" "$3" "$n" "$work")
     fi
+    # shellcheck disable=SC2086  # the words of the line, on purpose
     set -- $out
     [ "$6" = 0 ] || echo "dl-threads.sh: warning: $2 found $6 driver functions in a process without CUDA" >&2
     echo "$5"
@@ -71,7 +72,7 @@ for m in $modes; do
             1) order="cubatch plain2 plain" ;;
             *) order="plain2 plain cubatch" ;;
             esac
-            for c in $order; do one $c "$m" "$t" >>"$work/$c"; done
+            for c in $order; do one "$c" "$m" "$t" >>"$work/$c"; done
             r=$((r + 1))
         done
         p=$(median <"$work/plain"); c=$(median <"$work/cubatch"); p2=$(median <"$work/plain2")

@@ -8,6 +8,8 @@ EXTRA_DIST += \
 	bench/run-bench.sh \
 	bench/bench_report.py \
 	bench/campaign.sh \
+	bench/torch_foreach.py \
+	bench/test_report.py \
 	bench/local.mk
 EXTRA_DIST += bench/RESULTS.md bench/quick-extras.sh tools/mutants.py
 # CPU only: dlopen/dlsym from threads, plain and preloaded (bench/dl_threads.c is
