@@ -16,8 +16,8 @@
 #             estimated at about 335 s on the H200; bench/run-bench.sh --plan)
 #   --quick   a small benchmark (smoke test, about a minute)
 #   after --   options for bench/run-bench.sh (--parts copies, --rounds 9, ...)
-# DIR receives at most 7 files: campaign.log, gpu-tests.txt,
-# gpu-tests-stats.jsonl, bench.csv, bench.md, bench.log, bench-stats.jsonl.
+# DIR receives at most 8 files: campaign.log, gpu-tests.txt,
+# gpu-tests-stats.jsonl, probe.txt, bench.csv, bench.md, bench.log, bench-stats.jsonl.
 # Exit: 0 all passed, 1 a test or benchmark failed, 77 no GPU, 99 setup error.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -77,6 +77,11 @@ echo "# --- GPU tests"
 "$top/tests/gpu/run-gpu-tests.sh" --bin "$bin" --lib "$lib" --out "$out"
 trc=$?
 echo "# tests: exit $trc after $((SECONDS - start))s"
+echo "# --- rule scenarios (tests/probe.c) on the GPU"
+"$top/tests/gpu/run-probe.sh" "$bin/probe" "$lib" "$out/probe.txt" >/dev/null
+prc=$?
+echo "# probe: exit $prc after $((SECONDS - start))s"
+[ $prc -eq 0 ] || trc=1
 
 left=$(( budget - (SECONDS - start) - 15 ))
 [ $left -gt "$bbudget" ] && left=$bbudget
@@ -94,5 +99,7 @@ else
 fi
 echo "# --- test table"
 cat "$out/gpu-tests.txt" 2>/dev/null
+echo "# --- probe table"
+cat "$out/probe.txt" 2>/dev/null
 [ $trc -eq 0 ] && [ $brc -eq 0 ] && exit 0
 exit 1

@@ -2,21 +2,34 @@
 # The rule scenarios of tests/probe.c (written for the simulated driver) on a real
 # GPU: each runs without and with cubatch; both must say "result: ok" and print
 # the same digest and return codes.  One table line per scenario with cubatch's
-# counters.  Skips (77) without a GPU.
+# counters, per preload configuration.  Skips (77) without a GPU.
 #
 #   run-probe.sh PROBE LIBCUBATCH [OUTFILE]
+#
+# The scenarios are the probe's own list (its usage line), so a new one is never
+# left out.  CUBATCH_GPU_CONFIGS (default "default kernel batch") names the
+# configurations: default (library defaults), kernel (CUBATCH_ENGINE=kernel),
+# batch (CUBATCH_ENGINE=batch).
 set -u
 [ -e /dev/nvidiactl ] || { echo "run-probe: no GPU here, skipped"; exit 77; }
 probe=$1 lib=$2 out=${3:-/dev/null}
 unset LD_PRELOAD
 fail=0
 tmp=$(mktemp -d)
-printf '%-16s %-6s %-6s %-5s %s\n' scenario plain cubatch same counters | tee "$out"
-for sc in basic chain overwrite query event legacy legacy_copies ptds_own ptds_ctxsync ptds_legacy \
-          capture destroy pageable timer fork exit errors threads h2d_16k h2d_4k single d2h_20 \
-          managed free_realloc hostfunc interleave resolve; do
-    timeout 120 "$probe" "$sc" >"$tmp/plain" 2>&1; p=$?
-    CUBATCH_STATS=json CUBATCH_STATS_FILE="$tmp/stats.json" LD_PRELOAD="$lib" \
+configs=${CUBATCH_GPU_CONFIGS:-default kernel batch}
+scenarios=$("$probe" 2>&1 | sed -n 's/^scenarios://p')
+[ -n "$scenarios" ] || { echo "run-probe: $probe printed no scenario list"; exit 1; }
+printf '%-20s %-7s %-6s %-6s %-5s %s\n' scenario config plain cubatch same counters | tee "$out"
+for sc in $scenarios; do
+  timeout 120 "$probe" "$sc" >"$tmp/plain" 2>&1; p=$?
+  for cfg in $configs; do
+    case $cfg in
+    default) env=() ;;
+    kernel) env=(CUBATCH_ENGINE=kernel) ;;
+    batch) env=(CUBATCH_ENGINE=batch) ;;
+    *) echo "run-probe: unknown configuration $cfg"; exit 1 ;;
+    esac
+    env "${env[@]}" CUBATCH_STATS=json CUBATCH_STATS_FILE="$tmp/stats.json" LD_PRELOAD="$lib" \
         timeout 120 "$probe" "$sc" >"$tmp/shim" 2>&1; s=$?
     same=yes
     for k in 'digest:' 'rc:'; do
@@ -35,20 +48,23 @@ try:
 except Exception as e:
     print("no stats"); sys.exit()
 c = d["counters"]
-keys = ["copies", "deferred", "batches", "singles", "side_submits", "flush_hazard", "flush_timer",
-        "pass_capture", "pass_pageable", "pass_legacy", "pass_policy", "pass_query", "pass_foreign", "batch_errors"]
+keys = ["copies", "deferred", "batches", "kernel_launches", "kernel_copies", "legacy_runs", "singles",
+        "side_submits", "flush_hazard", "flush_full", "flush_timer", "pass_first", "pass_capture",
+        "pass_pageable", "pass_legacy", "pass_policy", "pass_slow", "pass_query", "pass_foreign",
+        "batch_errors", "replayed"]
 print(" ".join(f"{k}={c[k]}" for k in keys if c.get(k)))
 PY
 )
     [ "$sc" = resolve ] && counters="$counters wrapped_lines=$wrapped"
     pr=$(grep -q '^result: ok' "$tmp/plain" && [ $p -eq 0 ] && echo ok || echo FAIL)
     sr=$(grep -q '^result: ok' "$tmp/shim" && [ $s -eq 0 ] && echo ok || echo FAIL)
-    printf '%-16s %-6s %-6s %-5s %s\n' "$sc" "$pr" "$sr" "$same" "$counters" | tee -a "$out"
+    printf '%-20s %-7s %-6s %-6s %-5s %s\n' "$sc" "$cfg" "$pr" "$sr" "$same" "$counters" | tee -a "$out"
     if [ "$pr$sr$same" != okokyes ]; then
         fail=1
-        { echo "--- $sc plain (exit $p)"; tail -5 "$tmp/plain"; echo "--- $sc cubatch (exit $s)"; tail -5 "$tmp/shim"; } | tee -a "$out"
+        { echo "--- $sc plain (exit $p)"; tail -5 "$tmp/plain"; echo "--- $sc $cfg cubatch (exit $s)"; tail -5 "$tmp/shim"; } | tee -a "$out"
     fi
     rm -f "$tmp/stats.json"
+  done
 done
 rm -rf "$tmp"
 exit $fail
