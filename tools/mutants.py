@@ -47,6 +47,13 @@ MUTANTS = {
     "clock-read-per-copy": ("src/copy.c", "    if (cb_run_append(run, rq))\n        goto pass;", "    if (cb_now_ns() == 0 || cb_run_append(run, rq))\n        goto pass;", "rule 7 (no clock per copy)"),
     "slow-streams-deferred": ("src/flush.c", "                if (joined && span / joined > cb_opt(CB_OPT_slow_ns)) {", "                if (0) {", "pace"),
     "first-copy-deferred": ("src/copy.c", "    if (!run->warm && run->q.n == 0) {", "    if (0) {", "rule 8 (first of a burst)"),
+    "blocking-overtakes-legacy-run": ("src/flush.c", "    if (cb_runs_legacy_pending() && cb_stream_blocking(s, sk))\n        return flush_matching(CB_LEGACY_RUNS, CB_WHY_flush_legacy);",
+                                      "    (void)s;", "rule 3 (mirror: legacy runs before blocking work)"),
+    "capture-begin-keeps-legacy-runs": ("src/flush.c", "    if (!cb_runs_locked_here() && cb_runs_legacy_pending()) {", "    if (0) {", "rule 2/3 (capture)"),
+    "legacy-deferred-during-capture": ("src/copy.c", "    return cb_kernel_usable && !cb_captures_active() && cb_drv.cuCtxGetCurrent &&",
+                                       "    return cb_kernel_usable && cb_drv.cuCtxGetCurrent &&", "rule 2/3 (capture)"),
+    "kernel-takes-unchecked-memory": ("src/copy.c", "    return cb_kernel_usable && ctx && rq->dcls.kctx == ctx && rq->scls.kctx == ctx &&",
+                                      "    return cb_kernel_usable && ctx &&", "kernel eligibility"),
     "pass-through-ignores-hazard": ("src/flush.c", "    if (run && run->q.n > 0 && cb_run_hazard(run, rq))\n        fe = cb_flush_run(run, CB_WHY_flush_hazard);",
                                     "    if (0)\n        fe = cb_flush_run(run, CB_WHY_flush_hazard);", "rule 5"),
 }
