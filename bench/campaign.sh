@@ -83,6 +83,12 @@ prc=$?
 echo "# probe: exit $prc after $((SECONDS - start))s"
 [ $prc -eq 0 ] || trc=1
 
+# about 25 s: the copy path without chunk submissions, the pass-through's cost
+qrc=0
+echo "# --- open questions (bench/open-questions.sh)"
+"$here/open-questions.sh" "$bin" "$lib" 7 || qrc=1
+echo "# open questions: exit $qrc after $((SECONDS - start))s"
+
 left=$(( budget - (SECONDS - start) - 15 ))
 [ $left -gt "$bbudget" ] && left=$bbudget
 brc=0
@@ -101,5 +107,5 @@ echo "# --- test table"
 cat "$out/gpu-tests.txt" 2>/dev/null
 echo "# --- probe table"
 cat "$out/probe.txt" 2>/dev/null
-[ $trc -eq 0 ] && [ $brc -eq 0 ] && exit 0
+[ $trc -eq 0 ] && [ $brc -eq 0 ] && [ $qrc -eq 0 ] && exit 0
 exit 1

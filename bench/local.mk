@@ -8,6 +8,7 @@ EXTRA_DIST += \
 	bench/run-bench.sh \
 	bench/bench_report.py \
 	bench/campaign.sh \
+	bench/open-questions.sh \
 	bench/torch_foreach.py \
 	bench/test_report.py \
 	bench/local.mk
