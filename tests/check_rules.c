@@ -827,6 +827,21 @@ START_TEST(capture_begins_after_legacy_runs)
 }
 END_TEST
 
+START_TEST(nothing_deferred_on_legacy_while_capturing)
+{
+    /* the first legacy copy after the capture begins fails and invalidates the
+     * capture (an implicit dependency on it), even with a legacy run open
+     * before: deferred, it would succeed and the capture stay valid */
+    struct pair p = both("legacy_during_capture", kernel_engine);
+    char buf[64];
+    ck_assert_str_eq(line_of(&p.shim, "rc: legacy copies during capture ", buf, sizeof buf), "ok=63 implicit=1 other=0");
+    ck_assert_str_eq(line_of(&p.shim, "rc: end_capture ", buf, sizeof buf), "901");
+    STAT_GE(p.shim, "legacy_runs", 1); /* the burst before the capture */
+    STAT_EQ(p.shim, "pass_legacy", 64);
+    pair_free(&p);
+}
+END_TEST
+
 START_TEST(kernel_only_where_it_may_touch_the_memory)
 {
     /* registered memory whose device address is not its host address: the
@@ -1006,6 +1021,7 @@ int main(void)
         {"interposition", {every_path_reaches_the_right_wrapper}},
         {"kernel_engine", {kernel_runs_the_runs, kernel_keeps_every_rule, kernel_batches_the_legacy_stream,
                            legacy_runs_go_before_blocking_work, capture_begins_after_legacy_runs,
+                           nothing_deferred_on_legacy_while_capturing,
                            kernel_only_where_it_may_touch_the_memory, refused_launch_is_replayed, kernel_chunks_grow}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
