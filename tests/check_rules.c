@@ -429,6 +429,22 @@ START_TEST(ptds_other_thread_ctx_sync)
 }
 END_TEST
 
+START_TEST(ptds_side_stream_waits_for_a_copy_passed_ahead)
+{
+    /* device-to-device copies pass by policy, ahead of the queued run; the
+     * copies queued after it read what it wrote (wrong bytes if the side
+     * stream waited only for the run's opening), with both engines */
+    const char *const cfgs[][3] = {{"CUBATCH_POLICY=h2d:0-max,d2h:0-max", "CUBATCH_ENGINE=batch", NULL},
+                                   {"CUBATCH_POLICY=h2d:0-max,d2h:0-max", "CUBATCH_ENGINE=kernel", NULL}};
+    for (size_t i = 0; i < 2; i++) {
+        struct pair p = both("ptds_pass_ahead", cfgs[i]);
+        STAT_EQ(p.shim, "pass_policy", 1);
+        STAT_GE(p.shim, "side_submits", 1);
+        pair_free(&p);
+    }
+}
+END_TEST
+
 START_TEST(ptds_other_thread_legacy)
 {
     struct pair p = both("ptds_legacy", NULL);
@@ -560,6 +576,10 @@ START_TEST(a_run_never_waits_past_the_age_bound)
     STAT_GE(p.shim, "flush_timer", 2);
     STAT_EQ(p.shim, "flush_slow", 0);
     ck_assert_int_le(stat_of(&p.shim, "batch_max"), 1001);
+    /* the look at the bound itself submits: were it to find copies joined and
+     * leave the run, the next look would be due at once (the bound), again and
+     * again, until one found none joined (31 looks instead of 12) */
+    ck_assert_int_le(stat_of(&p.shim, "timer_looks"), 16);
     pair_free(&p);
 }
 END_TEST
@@ -1005,7 +1025,8 @@ int main(void)
                       managed_memory}},
         {"capture", {capture_flushes_then_passes_through}},
         {"legacy", {legacy_work_follows_blocking_runs, legacy_copies_never_batch}},
-        {"per_thread_stream", {ptds_own_thread, ptds_other_thread_ctx_sync, ptds_other_thread_legacy}},
+        {"per_thread_stream", {ptds_own_thread, ptds_other_thread_ctx_sync, ptds_other_thread_legacy,
+                               ptds_side_stream_waits_for_a_copy_passed_ahead}},
         {"hazards", {dependent_chain, source_overwritten_later}},
         {"observers", {query_observes, event_observes, host_function_observes, stream_destroy_and_reuse,
                        free_flushes_and_forgets, many_threads, context_event_observes}},

@@ -488,6 +488,47 @@ static void xthread_run(int use_legacy)
 static void sc_ptds_ctxsync(void) { xthread_run(0); }
 static void sc_ptds_legacy(void) { xthread_run(1); }
 
+/* A copy passed through (here by CUBATCH_POLICY) ahead of the owner's queued
+ * per-thread run, then copies queued that read what it wrote: when another
+ * thread flushes the run onto the side stream, the side stream must wait for
+ * that copy too, not only for what preceded the run's opening. */
+static void *ptds_pass_ahead_owner(void *arg)
+{
+    struct xthread *x = arg;
+    CK(cuCtxSetCurrent(g_ctx));
+    unsigned char *in = pinned(N * SZ);
+    fill(in, N * SZ, 43);
+    CUdeviceptr dx = devmem(N * SZ), dz = devmem(N * SZ);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyHtoDAsync_v2_ptsz(dx + (size_t)i * SZ, in + (size_t)i * SZ, SZ, CU_STREAM_PER_THREAD));
+    CK(cuMemcpyDtoDAsync_v2_ptsz(dz, x->d, N * SZ, CU_STREAM_PER_THREAD));
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2_ptsz(x->out + (size_t)i * SZ, dz + (size_t)i * SZ, SZ, CU_STREAM_PER_THREAD));
+    stage_set(x, 1);
+    stage_wait(x, 2); /* no CUDA call until the other thread has looked */
+    CK(cuStreamSynchronize_ptsz(NULL));
+    return NULL;
+}
+static void sc_ptds_pass_ahead(void)
+{
+    unsigned char *src = malloc(N * SZ);
+    fill(src, N * SZ, 44);
+    struct xthread x = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, pinned(N * SZ),
+                        devfilled(src, N * SZ), 0};
+    pthread_t th;
+    pthread_create(&th, NULL, ptds_pass_ahead_owner, &x);
+    stage_wait(&x, 1);
+    /* work on the legacy stream waits for every blocking stream's earlier work */
+    CUevent ev;
+    CK(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+    CK(cuEventRecord(ev, CU_STREAM_LEGACY));
+    CK(cuEventSynchronize(ev));
+    expect("copies after a pass-through, flushed by another thread", x.out, src, N * SZ);
+    stage_set(&x, 2);
+    pthread_join(th, NULL);
+    free(src);
+}
+
 /* Per-thread stream in one thread only: the owner's own sync. */
 static void sc_ptds_own(void)
 {
@@ -1093,7 +1134,7 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"event", sc_event},           {"legacy", sc_legacy},
     {"legacy_copies", sc_legacy_copies},
     {"ptds_ctxsync", sc_ptds_ctxsync}, {"ptds_legacy", sc_ptds_legacy},
-    {"ptds_own", sc_ptds_own},     {"capture", sc_capture},
+    {"ptds_own", sc_ptds_own},     {"ptds_pass_ahead", sc_ptds_pass_ahead},     {"capture", sc_capture},
     {"destroy", sc_destroy},       {"pageable", sc_pageable},
     {"timer", sc_timer},           {"fork", sc_fork},
     {"exit", sc_exit},             {"errors", sc_errors},
