@@ -185,7 +185,7 @@ pass:
     }
     if (run)
         cb_run_set_active(run);
-    cb_stats_thread()->v[why]++;
+    cb_bump(&cb_stats_thread()->v[why], 1);
     cb_runs_unlock();
     return 0;
 }
@@ -206,19 +206,19 @@ CUresult cb_copy(int hook, int ptsz, enum cb_direction entry_dir, CUdeviceptr ds
                  CUstream stream)
 {
     struct cb_tstats *t = cb_stats_thread();
-    t->calls[hook]++;
-    t->v[CB_ST_copies]++;
+    cb_bump(&t->calls[hook], 1);
+    cb_bump(&t->v[CB_ST_copies], 1);
     if (!cb_batching) {
-        t->v[cb_opt(CB_OPT_enable) ? CB_ST_pass_version : CB_ST_pass_disabled]++;
-        t->v[CB_ST_copies_unknown]++;
+        cb_bump(&t->v[cb_opt(CB_OPT_enable) ? CB_ST_pass_version : CB_ST_pass_disabled], 1);
+        cb_bump(&t->v[CB_ST_copies_unknown], 1);
         return cb_issue_copy(hook, dst, src, bytes, stream);
     }
     struct cb_copy_req rq = {.hook = hook, .dst = dst, .src = src, .bytes = bytes, .stream = stream};
     rq.sk = cb_stream_kind(stream, ptsz);
     if (rq.sk == CB_SK_LEGACY && !legacy_deferrable(&rq)) {
         /* Rule 3: it waits for every blocking stream, so their runs go first. */
-        t->v[CB_ST_pass_legacy]++;
-        t->v[CB_ST_copies_unknown]++;
+        cb_bump(&t->v[CB_ST_pass_legacy], 1);
+        cb_bump(&t->v[CB_ST_copies_unknown], 1);
         CUresult fe = cb_flush_legacy();
         CUresult rc = cb_issue_copy(hook, dst, src, bytes, stream);
         return fe != CUDA_SUCCESS ? fe : rc;
@@ -226,8 +226,8 @@ CUresult cb_copy(int hook, int ptsz, enum cb_direction entry_dir, CUdeviceptr ds
     if (bytes == 0) {
         /* The batch API refuses 0-byte entries; the copy touches no memory and
          * waits for nothing, so it need not follow the queued run either. */
-        t->v[CB_ST_pass_zero]++;
-        t->v[CB_ST_copies_unknown]++;
+        cb_bump(&t->v[CB_ST_pass_zero], 1);
+        cb_bump(&t->v[CB_ST_copies_unknown], 1);
         return cb_issue_copy(hook, dst, src, bytes, stream);
     }
     enum cb_stat_id why;
@@ -237,26 +237,26 @@ CUresult cb_copy(int hook, int ptsz, enum cb_direction entry_dir, CUdeviceptr ds
         why = memory_verdict(&rq, entry_dir);
     if (!why) {
         enum cb_direction d = direction(rq.dcls.kind, rq.scls.kind);
-        t->v[CB_ST_copies_h2d + d]++;
+        cb_bump(&t->v[CB_ST_copies_h2d + d], 1);
         if (bytes > cb_opt(CB_OPT_max_copy) || !cb_policy_defer(d, bytes)) {
             /* Eligible memory, just not worth batching.  This copy is asynchronous
              * and holds the host to nothing, so issuing it ahead of the queued run
              * is unobservable unless their ranges overlap (rule 5): only then must
              * the run go first.  Interleaved copies of both kinds keep batching. */
-            t->v[bytes > cb_opt(CB_OPT_max_copy) ? CB_ST_pass_size : CB_ST_pass_policy]++;
+            cb_bump(&t->v[bytes > cb_opt(CB_OPT_max_copy) ? CB_ST_pass_size : CB_ST_pass_policy], 1);
             return cb_issue_ahead_of_run(&rq);
         }
         CUresult rc = CUDA_SUCCESS;
         if (defer(&rq, &rc)) {
-            t->v[CB_ST_deferred]++;
+            cb_bump(&t->v[CB_ST_deferred], 1);
             return rc;
         }
         /* defer() counted its reason and flushed the stream already */
         CUresult fr = cb_issue_copy(hook, dst, src, bytes, stream);
         return rc != CUDA_SUCCESS ? rc : fr;
     }
-    t->v[CB_ST_copies_unknown]++;
-    t->v[why]++;
+    cb_bump(&t->v[CB_ST_copies_unknown], 1);
+    cb_bump(&t->v[why], 1);
     CUresult fe = cb_flush_stream(stream, ptsz, CB_WHY_flush_passthrough);
     CUresult rc = cb_issue_copy(hook, dst, src, bytes, stream);
     return fe != CUDA_SUCCESS ? fe : rc;

@@ -23,7 +23,7 @@ CUresult cb_flush_run(struct cb_run *run, enum cb_flush_why why)
         run->chunks = 0;
     int owner = cb_run_is_owner(run);
     if (run->q.n > 0) {
-        cb_stats_thread()->v[cb_flush_stat(why)]++;
+        cb_bump(&cb_stats_thread()->v[cb_flush_stat(why)], 1);
         if (run->facts.legacy)
             CB_COUNT(legacy_runs);
         rc = cb_engine_submit(&run->q, &run->facts, owner);

@@ -16,7 +16,7 @@ static inline CUresult cb_finish(CUresult flush_rc, CUresult rc)
 
 #define CB_ENTER(name) \
     cb_init();         \
-    cb_stats_thread()->calls[CB_ID_##name]++
+    cb_bump(&cb_stats_thread()->calls[CB_ID_##name], 1)
 #define CB_FORWARD(name, args) (CB_REAL(name) ? CB_REAL(name) args : cb_absent(CB_ID_##name))
 
 /* The pointers of a copy entry, as the library handles them. */

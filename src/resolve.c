@@ -223,7 +223,7 @@ CB_DLSYM_VISIBILITY CB_UNINSTRUMENTED void *CB_DLSYM_IMPL(void *handle, const ch
     CB_EXPORT CUresult CUDAAPI name params                               \
     {                                                                    \
         cb_init();                                                       \
-        cb_stats_thread()->calls[CB_ID_##name]++;                        \
+        cb_bump(&cb_stats_thread()->calls[CB_ID_##name], 1);                        \
         if (!CB_REAL(name))                                              \
             return cb_absent(CB_ID_##name);                              \
         CUresult r = CB_REAL(name) args;                                 \

@@ -146,8 +146,8 @@ void cb_stats_init(void)
 void cb_stat_max(enum cb_stat_id id, uint64_t value)
 {
     struct cb_tstats *t = cb_stats_thread();
-    if (value > t->v[id])
-        t->v[id] = value;
+    if (value > __atomic_load_n(&t->v[id], __ATOMIC_RELAXED))
+        __atomic_store_n(&t->v[id], value, __ATOMIC_RELAXED);
 }
 
 static void merge(uint64_t v[CB_STAT_COUNT], uint64_t calls[CB_HOOK_COUNT])
@@ -158,10 +158,13 @@ static void merge(uint64_t v[CB_STAT_COUNT], uint64_t calls[CB_HOOK_COUNT])
     for (const struct cb_tstats *t = cb_stats_all;; t = t->next) {
         if (!t)
             t = &cb_stats_fallback;
-        for (size_t i = 0; i < CB_STAT_COUNT; i++)
-            v[i] = cb_stat_is_max[i] ? (t->v[i] > v[i] ? t->v[i] : v[i]) : v[i] + t->v[i];
+        /* other threads may be counting: their own counters, read relaxed (stats.h) */
+        for (size_t i = 0; i < CB_STAT_COUNT; i++) {
+            uint64_t x = __atomic_load_n(&t->v[i], __ATOMIC_RELAXED);
+            v[i] = cb_stat_is_max[i] ? (x > v[i] ? x : v[i]) : v[i] + x;
+        }
         for (size_t i = 0; i < CB_HOOK_COUNT; i++)
-            calls[i] += t->calls[i];
+            calls[i] += __atomic_load_n(&t->calls[i], __ATOMIC_RELAXED);
         if (t == &cb_stats_fallback)
             break;
     }

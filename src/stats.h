@@ -11,7 +11,14 @@ static inline struct cb_tstats *cb_stats_thread(void)
     struct cb_tstats *t = cb_tls_stats;
     return CB_LIKELY(t != NULL) ? t : cb_stats_thread_slow();
 }
-#define CB_COUNT(stat) (cb_stats_thread()->v[CB_ST_##stat]++)
-#define CB_COUNT_N(stat, n) (cb_stats_thread()->v[CB_ST_##stat] += (n))
+/* Only the owning thread writes a counter; the report (another thread) reads
+ * it while it may be counting.  Relaxed atomic loads and stores make that a
+ * defined race (no lost count: one writer) at the cost of plain moves. */
+static inline void cb_bump(uint64_t *counter, uint64_t n)
+{
+    __atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+}
+#define CB_COUNT(stat) cb_bump(&cb_stats_thread()->v[CB_ST_##stat], 1)
+#define CB_COUNT_N(stat, n) cb_bump(&cb_stats_thread()->v[CB_ST_##stat], (n))
 
 #endif /* CUBATCH_STATS_H */
