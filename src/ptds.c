@@ -120,15 +120,22 @@ void cb_fence_release(struct cb_stream_facts *f)
     f->fence.ev_start = NULL;
 }
 
+/* Stream s of the run's context waits for the side submission's completion. */
+static CUresult join_in(const struct cb_stream_facts *f, CUstream s)
+{
+    struct cb_ctx_guard g;
+    CUresult rc = cb_ctx_enter(f->ctx, &g);
+    if (rc == CUDA_SUCCESS)
+        rc = cb_drv.cuStreamWaitEvent(s, f->fence.ev_join, 0);
+    cb_ctx_leave(&g);
+    return rc;
+}
+
 CUresult cb_fence_legacy_join(struct cb_stream_facts *f)
 {
     if (!f->fence.ev_join || f->fence.legacy_joined)
         return CUDA_SUCCESS;
-    struct cb_ctx_guard g;
-    CUresult rc = cb_ctx_enter(f->ctx, &g);
-    if (rc == CUDA_SUCCESS)
-        rc = cb_drv.cuStreamWaitEvent(CU_STREAM_LEGACY, f->fence.ev_join, 0);
-    cb_ctx_leave(&g);
+    CUresult rc = join_in(f, CU_STREAM_LEGACY);
     f->fence.legacy_joined = rc == CUDA_SUCCESS;
     if (f->orphan && f->fence.legacy_joined) { /* no owner will ever join */
         event_put(f->ctx, f->fence.ev_join);
@@ -141,11 +148,7 @@ CUresult cb_fence_owner_join(struct cb_stream_facts *f)
 {
     if (!f->fence.ev_join)
         return CUDA_SUCCESS;
-    struct cb_ctx_guard g;
-    CUresult rc = cb_ctx_enter(f->ctx, &g);
-    if (rc == CUDA_SUCCESS)
-        rc = cb_drv.cuStreamWaitEvent(CU_STREAM_PER_THREAD, f->fence.ev_join, 0);
-    cb_ctx_leave(&g);
+    CUresult rc = join_in(f, CU_STREAM_PER_THREAD);
     event_put(f->ctx, f->fence.ev_join);
     f->fence.ev_join = NULL;
     return rc;

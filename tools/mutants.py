@@ -20,7 +20,7 @@ MUTANTS = {
     "capture-ignored": ("src/copy.c", "        if (run->facts.capturing) {", "        if (0) {", "rule 2"),
     "ptds-side-stream-skipped": ("src/flush.c", "        if (!run->active || !matches(run, which))",
                                  "        if (!run->active || !matches(run, which) || (run->facts.ptds && !cb_run_is_owner(run)))", "rule 4"),
-    "ptds-no-legacy-join": ("src/ptds.c", "        rc = cb_drv.cuStreamWaitEvent(CU_STREAM_LEGACY, f->fence.ev_join, 0);", "        rc = CUDA_SUCCESS;", "rule 4"),
+    "ptds-no-legacy-join": ("src/ptds.c", "    CUresult rc = join_in(f, CU_STREAM_LEGACY);", "    CUresult rc = CUDA_SUCCESS;", "rule 4"),
     "no-timer": ("src/timer.c", "        uint64_t next = cb_flush_timer_look(cb_now_ns());", "        uint64_t next = 0;", "rule 7"),
     "no-chunking": ("src/copy.c", "    if (run->q.n >= cb_engine_chunk(run->q.kernel_ok, run->has_h2d, run->chunks)) {", "    if (0) {", "rule 7"),
     "min-run-ignored": ("src/engine.c", "    return !f->legacy && c->n >= cb_opt(CB_OPT_min_run);", "    return !f->legacy && c->n >= 1;", "rule 8"),
