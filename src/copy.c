@@ -70,13 +70,6 @@ static int still_slow(struct cb_run *run)
 
 /* ---- deferring ------------------------------------------------------------------ */
 
-/* Rules 2, 3 (stream), 5 (hazards) and the pace, then the copy joins the run.
- * The first copy of a burst (the stream's first since a call named it, or since
- * the timer found it quiet) goes out at once instead: an isolated copy costs
- * nothing more than without cubatch, and the GPU starts on a burst at once.
- * Returns 1 (deferred; *rc: an earlier error to report now, if any) or 0 (the
- * caller issues the copy: its stream's run went first; *rc: that flush's
- * error). */
 /* May the copy kernel execute this copy on the run's stream?  Both sides are
  * memory its context's kernels may touch at these addresses (classify.c), and
  * with CUBATCH_ENGINE=auto the copy is small enough for the kernel to pay over
@@ -88,6 +81,13 @@ static int kernel_may(const struct cb_copy_req *rq, const struct cb_run *run)
            (cb_opt(CB_OPT_engine) == CB_ENGINE_KERNEL || rq->bytes <= CB_KERNEL_AUTO_MAX);
 }
 
+/* Rules 2, 3 (stream), 5 (hazards) and the pace, then the copy joins the run.
+ * The first copy of a burst (the stream's first since a call named it, or since
+ * the timer found it quiet) goes out at once instead: an isolated copy costs
+ * nothing more than without cubatch, and the GPU starts on a burst at once.
+ * Returns 1 (deferred; *rc: an earlier error to report now, if any) or 0 (the
+ * caller issues the copy: its stream's run went first; *rc: that flush's
+ * error). */
 static int defer(struct cb_copy_req *rq, CUresult *rc)
 {
     struct cb_run_key key = cb_run_key_of(rq->stream, rq->sk, rq->ctx);
