@@ -1,9 +1,12 @@
 /* engine.c - how a run goes out.
  *
- * A run of CUBATCH_MIN_RUN copies or more is executed by the batch engine, in
- * calls of at most CUBATCH_MAX_BATCH copies (DESIGN.md: one batch of 51,828
- * descriptors crashed this driver); a shorter run goes out copy by copy through
- * each copy's own entry point (rule 8: a batch of one is slower than the copy).
+ * A run of CUBATCH_MIN_RUN copies or more is executed by the copy kernel when
+ * every copy of it may be (engine_kernel.c), else by the batch API in calls of
+ * at most CUBATCH_MAX_BATCH copies (DESIGN.md: one batch of 51,828 descriptors
+ * crashed this driver; the batch API cannot run on the legacy stream); a shorter
+ * run, or a legacy-stream run the kernel cannot take, goes out copy by copy
+ * through each copy's own entry point (rule 8: a batch of one is slower than
+ * the copy).
  * What an engine refuses is replayed copy by copy, so that the failing copy gets
  * the driver's own error and nothing is dropped (rule 9).
  *

@@ -10,7 +10,6 @@ static int cb_closed; /* after the final flush at exit: nothing more is deferred
 
 int cb_flush_closed(void) { return cb_closed; }
 
-
 CUresult cb_flush_run(struct cb_run *run, enum cb_flush_why why)
 {
     CUresult rc = CUDA_SUCCESS;

@@ -8,7 +8,7 @@
  * a timerfd, which the copy path arms only when a run opens on a quiet stream
  * and no earlier look is due (one system call per burst, none per copy; it does
  * not wake the thread).  Between looks the thread does not run: measured on an
- * H200 pinned to one core, a thread looking every 10 us made batched loops 11%
+ * H200 pinned to one core, a thread looking every 10 us made batched loops 12%
  * slower than no batching at all, by taking the core from the program and by
  * cutting its runs short.
  *
