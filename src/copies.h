@@ -14,6 +14,7 @@ struct cb_copies {
     CUstream *streams;    /* the stream argument as the program passed it */
     size_t n, cap;
     int kernel_ok;        /* every copy may be executed by the copy kernel */
+    int has_host;         /* some copy reads or writes host memory (the copy engines may take it) */
 };
 
 /* A per-thread default stream's fences (rule 4): events that order a
@@ -35,6 +36,9 @@ struct cb_stream_facts {
     int ptds;         /* a per-thread default stream: only its owner can name it */
     int legacy;       /* the legacy default stream of ctx (copy kernel only) */
     int orphan;       /* ... whose owner thread has exited */
+    uintptr_t owner;  /* ... its owner thread (pthread_self()) */
+    int sm_busy;      /* at its last submission, another stream may have been running SM work
+                       * that fills the GPU (smwork.c): host copies went to the copy engines */
     struct cb_fence fence; /* per-thread stream only */
 };
 

@@ -161,7 +161,9 @@ static int defer(struct cb_copy_req *rq, CUresult *rc)
         goto pass;
     if (opened)
         cb_timer_arm(run->look_ns);
-    if (run->q.n >= cb_engine_chunk(run->q.kernel_ok, run->has_h2d, run->chunks)) {
+    /* the chunks follow the engine the previous submission of this stream took */
+    if (run->q.n >= cb_engine_chunk(run->q.kernel_ok && !(run->facts.sm_busy && run->q.has_host), run->has_h2d,
+                                    run->chunks)) {
         /* pipelining: this chunk goes out now, the GPU copies it while the
          * program issues the next */
         CUresult fr = cb_flush_run(run, CB_WHY_flush_full);

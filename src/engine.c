@@ -18,6 +18,7 @@
  * the side stream, fenced (ptds.c). */
 #include "engine.h"
 #include "copy_kernel.h"
+#include "smwork.h"
 #include "stats.h"
 
 int cb_batching;
@@ -39,21 +40,45 @@ struct cb_engine {
     int per_copy_streams;
 };
 
-static int kernel_takes(const struct cb_copies *c, const struct cb_stream_facts *f)
+/* Rule 12: host memory copies go to the copy engines while another stream may
+ * be running SM work they would not have waited for (smwork.c). */
+static int to_copy_engines(const struct cb_copies *c, const struct cb_stream_facts *f)
 {
-    return cb_kernel_usable && c->kernel_ok && c->n >= cb_opt(CB_OPT_min_run) && cb_kernel_engine_ready(f->ctx);
+    return c->has_host && f->sm_busy;
 }
 
+static int kernel_takes(const struct cb_copies *c, const struct cb_stream_facts *f)
+{
+    return cb_kernel_usable && c->kernel_ok && c->n >= cb_opt(CB_OPT_min_run) && !to_copy_engines(c, f) &&
+           cb_kernel_engine_ready(f->ctx);
+}
+
+/* The legacy stream only through the fenced side stream, and only when the
+ * copy kernel must not take its run. */
 static int batch_takes(const struct cb_copies *c, const struct cb_stream_facts *f)
 {
-    return !f->legacy && c->n >= cb_opt(CB_OPT_min_run);
+    return (!f->legacy || to_copy_engines(c, f)) && c->n >= cb_opt(CB_OPT_min_run);
 }
 static size_t batch_max(void) { return cb_opt(CB_OPT_max_batch); }
 static CUresult batch_submit(const struct cb_copies *c, size_t off, size_t n, CUstream stream,
                              const struct cb_stream_facts *f)
 {
-    (void)f;
-    return cb_batch_engine_submit(c, off, n, stream);
+    if (!f->legacy)
+        return cb_batch_engine_submit(c, off, n, stream);
+    CUstream side;
+    CUresult rc = cb_side_legacy_begin(f, &side);
+    if (!side)
+        return rc; /* nothing submitted: replayed on the legacy stream itself */
+    CB_COUNT(legacy_side_runs);
+    CUresult sub = cb_batch_engine_submit(c, off, n, side);
+    CUresult end = cb_side_legacy_end(f, side);
+    if (sub == CUDA_SUCCESS && end != CUDA_SUCCESS) {
+        /* the legacy stream could not be made to wait: its later work must
+         * not overtake the copies, so wait here (rare: out of events) */
+        cb_log(CB_LOG_WARN, "cannot order the legacy stream after a side batch (%d); waiting for it", (int)end);
+        return cb_drv.cuStreamSynchronize ? cb_drv.cuStreamSynchronize(side) : end;
+    }
+    return sub;
 }
 
 /* The loop engine takes every run: the last row. */
@@ -90,8 +115,19 @@ void cb_engines_init(void)
         cb_kernel_reason = "CUBATCH_ENGINE=batch";
     else
         cb_kernel_usable = cb_kernel_engine_init(&cb_kernel_reason);
-    cb_log(CB_LOG_NOTICE, "copy kernel engine %s%s%s", cb_kernel_usable ? "on" : "off (",
-           cb_kernel_usable ? "" : cb_kernel_reason, cb_kernel_usable ? "" : ")");
+    int automatic = cb_kernel_usable && cb_opt(CB_OPT_engine) == CB_ENGINE_AUTO;
+    cb_smwork_init(automatic);
+    if (!cb_kernel_usable)
+        cb_log(CB_LOG_NOTICE, "engine: the batch API (copy kernel off: %s)", cb_kernel_reason);
+    else if (!automatic)
+        cb_log(CB_LOG_NOTICE, "engine: the copy kernel whenever it can (CUBATCH_ENGINE=kernel), even beside "
+                              "kernels that fill the GPU");
+    else
+        cb_log(CB_LOG_NOTICE, "engine: the copy kernel for device and pinned memory up to %uK, except that host "
+                              "memory copies go to the copy engines (batch API) while another stream of this "
+                              "process may be running a kernel that fills the GPU; other processes' work is not "
+                              "seen (CUBATCH_ENGINE=batch keeps every copy off the SMs)",
+               (unsigned)(CB_KERNEL_AUTO_MAX / 1024));
 }
 
 /* Pipelining: a run is submitted in chunks as it grows, so the GPU copies one
@@ -143,9 +179,23 @@ static CUresult replay(const struct cb_engine *e, const struct cb_copies *c, siz
     return first;
 }
 
-/* Every copy of c: on the side stream, or (side NULL) on the run's own stream. */
-static CUresult submit_on(const struct cb_copies *c, const struct cb_stream_facts *f, CUstream side)
+/* Before a run of host memory copies takes the copy kernel (CUBATCH_ENGINE=auto),
+ * ask whether other streams may be running SM work (run's context current). */
+static void check_load(const struct cb_copies *c, struct cb_stream_facts *f)
 {
+    if (!c->has_host || !c->kernel_ok || !cb_kernel_usable || cb_opt(CB_OPT_engine) != CB_ENGINE_AUTO ||
+        c->n < cb_opt(CB_OPT_min_run))
+        return;
+    CB_COUNT(load_checks);
+    f->sm_busy = cb_smwork_may_delay(f);
+    if (f->sm_busy)
+        CB_COUNT(load_copy_engines);
+}
+
+/* Every copy of c: on the side stream, or (side NULL) on the run's own stream. */
+static CUresult submit_on(const struct cb_copies *c, struct cb_stream_facts *f, CUstream side)
+{
+    check_load(c, f);
     const struct cb_engine *e = cb_engines;
     while (!e->takes(c, f))
         e++;

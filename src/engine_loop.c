@@ -25,6 +25,8 @@ CUresult cb_issue_copy(int hook, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
 #define CB_HOOK(name, ptsz, action, aarg, params, args) CB_ISSUE_##action(name, aarg)
 #define CB_ISSUE_STREAM CB_ISSUE_OTHER
 #define CB_ISSUE_STREAM2 CB_ISSUE_OTHER
+#define CB_ISSUE_LAUNCH CB_ISSUE_OTHER
+#define CB_ISSUE_CTX_SYNC CB_ISSUE_OTHER
 #define CB_ISSUE_CAPTURE_BEGIN CB_ISSUE_OTHER
 #define CB_ISSUE_CAPTURE_END CB_ISSUE_OTHER
 #define CB_ISSUE_STREAM_FREE CB_ISSUE_OTHER

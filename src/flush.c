@@ -4,6 +4,7 @@
  * per-thread stream exiting (rule 4).  Which wrapper asks for which is the ACTION
  * column of hooks.def; the decision to flush on the copy path is copy.c's. */
 #include "run.h"
+#include "smwork.h"
 #include "stats.h"
 
 static int cb_closed; /* after the final flush at exit: nothing more is deferred */
@@ -283,4 +284,5 @@ void cb_flush_atfork_child(void)
     cb_runs_atfork_child();
     cb_ptds_atfork_child();
     cb_kernel_atfork_child();
+    cb_smwork_atfork_child();
 }

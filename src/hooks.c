@@ -7,6 +7,7 @@
  * and its variants) are resolve.c's. */
 #include "internal.h"
 #include "init.h"
+#include "smwork.h"
 #include "stats.h"
 
 static inline CUresult cb_finish(CUresult flush_rc, CUresult rc)
@@ -56,6 +57,15 @@ static CUresult cb_flush_two(CUstream a, CUstream b, int ptsz)
     CB_WRAPPER(name, params, args, CB_FLUSH_ARG(aarg, ptsz), (void)0)
 #define CB_WRAP_STREAM2(name, ptsz, aarg, params, args) \
     CB_WRAPPER(name, params, args, cb_flush_two(CB_EXPAND aarg, ptsz), (void)0)
+/* A launch: (stream, function, blocks, threads per block, shared memory). */
+#define CB_LAUNCH_STREAM(s, f, blocks, threads, smem) s
+#define CB_LAUNCH_NOTE(ptsz, s, f, blocks, threads, smem) cb_smwork_launch(s, ptsz, f, blocks, threads, smem)
+#define CB_CALL(macro, ...) macro(__VA_ARGS__)
+#define CB_WRAP_LAUNCH(name, ptsz, aarg, params, args)                                          \
+    CB_WRAPPER(name, params, args, cb_flush_stream(CB_LAUNCH_STREAM aarg, ptsz, CB_WHY_flush_stream), \
+               if (rc == CUDA_SUCCESS) CB_CALL(CB_LAUNCH_NOTE, ptsz, CB_EXPAND aarg))
+#define CB_WRAP_CTX_SYNC(name, ptsz, aarg, params, args) \
+    CB_WRAPPER(name, params, args, cb_flush_all(CB_WHY_flush_context), if (rc == CUDA_SUCCESS) cb_smwork_ctx_synced aarg)
 #define CB_WRAP_CAPTURE_BEGIN(name, ptsz, aarg, params, args) \
     CB_WRAPPER(name, params, args, cb_flush_capture_begin(CB_EXPAND aarg, ptsz), cb_capture_began(rc))
 #define CB_WRAP_CAPTURE_END(name, ptsz, aarg, params, args) \

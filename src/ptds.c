@@ -154,24 +154,65 @@ CUresult cb_fence_owner_join(struct cb_stream_facts *f)
     return rc;
 }
 
+/* The context's side stream, created on first use (ctx current). */
+static CUresult side_stream(CUcontext ctx, struct cb_ctxstate **out)
+{
+    struct cb_ctxstate *c = ctx_state(ctx);
+    if (!c)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult rc = CUDA_SUCCESS;
+    if (!c->side && (rc = cb_drv.cuStreamCreate(&c->side, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS)
+        c->side = NULL;
+    *out = c;
+    return rc;
+}
+
 CUresult cb_side_begin(struct cb_stream_facts *f, CUstream *side, struct cb_ctx_guard *g)
 {
     *side = NULL;
     CUresult rc = cb_ctx_enter(f->ctx, g);
     if (rc != CUDA_SUCCESS)
         return rc;
-    struct cb_ctxstate *c = ctx_state(f->ctx);
-    if (!c) {
-        cb_ctx_leave(g);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    if (!c->side && (rc = cb_drv.cuStreamCreate(&c->side, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS) {
-        c->side = NULL;
+    struct cb_ctxstate *c;
+    if ((rc = side_stream(f->ctx, &c)) != CUDA_SUCCESS) {
         cb_ctx_leave(g);
         return rc;
     }
     *side = c->side;
     return f->fence.ev_start ? cb_drv.cuStreamWaitEvent(c->side, f->fence.ev_start, 0) : CUDA_SUCCESS;
+}
+
+/* `from` waits for everything submitted to `to` so far (ctx current). */
+static CUresult order_after(struct cb_ctxstate *c, CUstream to, CUstream from)
+{
+    CUevent e = event_get(c);
+    if (!e)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult rc = cb_drv.cuEventRecord(e, from);
+    if (rc == CUDA_SUCCESS)
+        rc = cb_drv.cuStreamWaitEvent(to, e, 0);
+    /* a wait already enqueued keeps the state the event had: it may be reused */
+    event_put(c->ctx, e);
+    return rc;
+}
+
+CUresult cb_side_legacy_begin(const struct cb_stream_facts *f, CUstream *side)
+{
+    struct cb_ctxstate *c;
+    *side = NULL;
+    CUresult rc = side_stream(f->ctx, &c);
+    if (rc == CUDA_SUCCESS)
+        rc = order_after(c, c->side, CU_STREAM_LEGACY);
+    if (rc == CUDA_SUCCESS)
+        *side = c->side;
+    return rc;
+}
+
+CUresult cb_side_legacy_end(const struct cb_stream_facts *f, CUstream side)
+{
+    struct cb_ctxstate *c;
+    CUresult rc = side_stream(f->ctx, &c);
+    return rc == CUDA_SUCCESS ? order_after(c, CU_STREAM_LEGACY, side) : rc;
 }
 
 CUresult cb_side_end(struct cb_stream_facts *f, CUstream side, CUresult begun, struct cb_ctx_guard *g)

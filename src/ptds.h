@@ -25,6 +25,13 @@ CUresult cb_fence_legacy_join(struct cb_stream_facts *f);
  * (ev_join recorded on the side stream unless begin failed). */
 CUresult cb_side_begin(struct cb_stream_facts *f, CUstream *side, struct cb_ctx_guard *g);
 CUresult cb_side_end(struct cb_stream_facts *f, CUstream side, CUresult begun, struct cb_ctx_guard *g);
+/* A legacy-stream run on the side stream (the batch API cannot run on the
+ * legacy stream itself; ctx current): begin makes the side stream wait for the
+ * legacy stream's work so far (*side NULL on failure: nothing was fenced), end
+ * makes the legacy stream wait for the side stream's, at once (a legacy run is
+ * never open while a capture is under way). */
+CUresult cb_side_legacy_begin(const struct cb_stream_facts *f, CUstream *side);
+CUresult cb_side_legacy_end(const struct cb_stream_facts *f, CUstream side);
 /* A context is gone: its helpers (side stream, events) died with it. */
 void cb_forget_context_helpers(CUcontext ctx);
 void cb_ptds_atfork_child(void); /* the child has no CUDA state of its own */

@@ -153,6 +153,7 @@ void cb_run_clear(struct cb_run *run)
     run->writes.n = 0;
     run->reads.n = 0;
     run->has_h2d = 0;
+    run->q.has_host = 0;
 }
 
 int cb_run_open(struct cb_run *run, CUstream stream)
@@ -183,6 +184,7 @@ int cb_run_open(struct cb_run *run, CUstream stream)
         if (!cb_drv.cuCtxGetDevice || cb_drv.cuCtxGetDevice(&f->device) != CUDA_SUCCESS)
             return -1;
         f->blocking = 1;
+        f->owner = run->key.owner;
         if (cb_fence_owner_join(f) != CUDA_SUCCESS || cb_fence_open(f) != CUDA_SUCCESS)
             return -1;
     } else {
@@ -260,6 +262,7 @@ int cb_run_append(struct cb_run *run, const struct cb_copy_req *rq)
     run->q.streams[i] = rq->stream;
     run->issued++;
     run->has_h2d |= rq->scls.kind == CB_MEM_HOST && rq->dcls.kind != CB_MEM_HOST;
+    run->q.has_host |= rq->scls.kind == CB_MEM_HOST || rq->dcls.kind == CB_MEM_HOST;
     run->q.kernel_ok = (i == 0 || run->q.kernel_ok) && rq->kernel_ok;
     return 0;
 }

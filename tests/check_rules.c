@@ -759,6 +759,72 @@ START_TEST(process_without_cuda_is_untouched)
 }
 END_TEST
 
+
+/* ---- rule 12: no copy waits behind compute it would not have waited for --------------- */
+
+/* The default engine choice (the tests' own default is CUBATCH_ENGINE=batch). */
+static const char *const automatic[] = {"CUBATCH_ENGINE=auto", NULL};
+static const char *const automatic_all[] = {"CUBATCH_ENGINE=auto", "CUBATCH_POLICY=all", NULL};
+
+START_TEST(host_copies_avoid_a_busy_gpu)
+{
+    /* a kernel filling every SM still runs on another stream: the copy engines take them */
+    struct pair p = both("sm_busy", automatic);
+    STAT_EQ(p.shim, "kernel_launches", 0);
+    STAT_GE(p.shim, "batches", 1);
+    STAT_GE(p.shim, "load_copy_engines", 1);
+    STAT_EQ(p.shim, "launches_filling", 1);
+    STAT_EQ(p.shim, "deferred", 127);
+    pair_free(&p);
+    /* on the legacy stream: the batch API on a fenced side stream */
+    p = both("sm_busy_legacy", automatic);
+    STAT_EQ(p.shim, "kernel_launches", 0);
+    STAT_GE(p.shim, "legacy_side_runs", 1);
+    STAT_EQ(p.shim, "pass_legacy", 0);
+    pair_free(&p);
+    /* CUBATCH_ENGINE=kernel is told to take them anyway */
+    const char *forced[] = {"CUBATCH_ENGINE=kernel", NULL};
+    p = both("sm_busy", forced);
+    STAT_GE(p.shim, "kernel_launches", 1);
+    STAT_EQ(p.shim, "load_checks", 0);
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(finished_compute_lets_the_kernel_take_them)
+{
+    /* finished: a synchronize, an event that completed, a query that answered done */
+    const char *const scen[] = {"sm_idle_sync", "sm_idle_event", "sm_idle_query", NULL};
+    for (int i = 0; scen[i]; i++) {
+        struct pair p = both(scen[i], automatic);
+        STAT_GE(p.shim, "kernel_launches", 1);
+        STAT_GE(p.shim, "load_checks", 1);
+        STAT_EQ(p.shim, "load_copy_engines", 0);
+        STAT_EQ(p.shim, "batches", 0);
+        pair_free(&p);
+    }
+}
+END_TEST
+
+START_TEST(compute_that_leaves_room_or_would_be_waited_for)
+{
+    /* a grid that leaves SMs free is not counted */
+    struct pair p = both("sm_room", automatic);
+    STAT_EQ(p.shim, "launches_filling", 0);
+    STAT_GE(p.shim, "kernel_launches", 1);
+    pair_free(&p);
+    /* device-to-device copies are SM work for the driver too: the kernel keeps them */
+    p = both("sm_busy_d2d", automatic_all);
+    STAT_GE(p.shim, "kernel_launches", 1);
+    pair_free(&p);
+    /* compute on the legacy stream: a blocking stream's copies wait for it anyway */
+    p = both("sm_legacy_compute", automatic);
+    STAT_GE(p.shim, "kernel_launches", 1);
+    STAT_EQ(p.shim, "load_copy_engines", 0);
+    pair_free(&p);
+}
+END_TEST
+
 /* ---- the copy-kernel engine ------------------------------------------------------------ */
 
 #define LAUNCH "cuLaunchKernel"
@@ -1044,6 +1110,8 @@ int main(void)
                            legacy_runs_go_before_blocking_work, capture_begins_after_legacy_runs,
                            nothing_deferred_on_legacy_while_capturing,
                            kernel_only_where_it_may_touch_the_memory, refused_launch_is_replayed, kernel_chunks_grow}},
+        {"beside_compute", {host_copies_avoid_a_busy_gpu, finished_compute_lets_the_kernel_take_them,
+                            compute_that_leaves_room_or_would_be_waited_for}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         TCase *tc = tcase_create(cases[i].name);

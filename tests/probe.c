@@ -1128,6 +1128,93 @@ static void sc_resolve(void)
     expect("through resolved pointers (per-thread)", out + SZ, in, SZ);
 }
 
+/* ---- rule 12: copies beside compute on another stream ----------------------------------- */
+
+/* The simulated driver's stand-in for the program's compute (tests/sim/README.md), from a
+ * module of any fatbin image; NULL on a real GPU, where these scenarios only copy. */
+static CUfunction compute_fn(void)
+{
+    static const uint32_t image[4] = {0xBA55ED50u, 0, 0, 0};
+    CUmodule m;
+    CUfunction f = NULL;
+    if (!dlsym(RTLD_DEFAULT, "cusim_count")) /* not the simulated driver */
+        return NULL;
+    if (cuModuleLoadData(&m, image) != CUDA_SUCCESS || cuModuleGetFunction(&f, m, "cusim_compute") != CUDA_SUCCESS)
+        return NULL;
+    return f;
+}
+
+/* Compute on s: `blocks_per_sm` blocks of 256 threads per SM of the device (8 fill
+ * it), running until `polls` queries of s found it running, or something waits. */
+static void compute(CUfunction f, CUstream s, unsigned blocks_per_sm, unsigned polls)
+{
+    if (!f)
+        return;
+    int sms = 0;
+    CK(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0));
+    void *params[] = {&polls};
+    CK(cuLaunchKernel(f, blocks_per_sm * (unsigned)sms, 1, 1, 256, 1, 1, 0, s, params, NULL));
+}
+
+enum sm_mode { SM_BUSY, SM_IDLE_SYNC, SM_IDLE_EVENT, SM_IDLE_QUERY, SM_ROOM, SM_BUSY_D2D, SM_BUSY_LEGACY,
+               SM_LEGACY_COMPUTE };
+
+/* Compute on a non-blocking stream (the legacy stream for SM_LEGACY_COMPUTE), then 64
+ * copies there and back on another stream; the facts line says which engine may
+ * take them (tests/check_rules.c reads the counters). */
+static void sm_scenario(enum sm_mode mode)
+{
+    CUfunction f = compute_fn();
+    CUstream a = mode == SM_LEGACY_COMPUTE ? NULL : mkstream(CU_STREAM_NON_BLOCKING);
+    CUstream b = mode == SM_BUSY_LEGACY ? NULL : mkstream(mode == SM_LEGACY_COMPUTE ? 0 : CU_STREAM_NON_BLOCKING);
+    unsigned char *in = pinned(N * SZ), *out = pinned(N * SZ);
+    fill(in, N * SZ, 40 + mode);
+    CUdeviceptr d = devmem(N * SZ), d2 = devmem(N * SZ);
+    compute(f, a, mode == SM_ROOM ? 2 : 8, mode == SM_IDLE_QUERY ? 3 : 1u << 30);
+    if (mode == SM_IDLE_SYNC)
+        CK(cuStreamSynchronize(a));
+    if (mode == SM_IDLE_EVENT) {
+        CUevent e;
+        CK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+        CK(cuEventRecord(e, a));
+        CK(cuEventSynchronize(e));
+        CK(cuEventDestroy_v2(e));
+    }
+    if (mode == SM_IDLE_QUERY) {
+        CUresult q;
+        int polls = 0;
+        while ((q = cuStreamQuery(a)) == CUDA_ERROR_NOT_READY)
+            polls++;
+        printf("rc: query %d after %d\n", (int)q, f ? polls : 3);
+    }
+    if (mode == SM_BUSY_D2D) {
+        CK(cuMemcpyHtoD_v2(d2, in, N * SZ));
+        for (int i = 0; i < N; i++)
+            CK(cuMemcpyDtoDAsync_v2(d + (size_t)i * SZ, d2 + (size_t)i * SZ, SZ, b));
+    } else {
+        for (int i = 0; i < N; i++)
+            CK(cuMemcpyHtoDAsync_v2(d + (size_t)i * SZ, in + (size_t)i * SZ, SZ, b));
+    }
+    if (mode == SM_BUSY_D2D) { /* a run of device-to-device copies only */
+        CK(cuStreamSynchronize(b));
+        CK(cuMemcpyDtoH_v2(out, d, N * SZ));
+    } else {
+        for (int i = 0; i < N; i++)
+            CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * SZ, d + (size_t)i * SZ, SZ, b));
+        CK(cuStreamSynchronize(b));
+    }
+    expect("copies beside compute", out, in, N * SZ);
+    CK(cuStreamSynchronize(a));
+}
+static void sc_sm_busy(void) { sm_scenario(SM_BUSY); }
+static void sc_sm_idle_sync(void) { sm_scenario(SM_IDLE_SYNC); }
+static void sc_sm_idle_event(void) { sm_scenario(SM_IDLE_EVENT); }
+static void sc_sm_idle_query(void) { sm_scenario(SM_IDLE_QUERY); }
+static void sc_sm_room(void) { sm_scenario(SM_ROOM); }
+static void sc_sm_busy_d2d(void) { sm_scenario(SM_BUSY_D2D); }
+static void sc_sm_busy_legacy(void) { sm_scenario(SM_BUSY_LEGACY); }
+static void sc_sm_legacy_compute(void) { sm_scenario(SM_LEGACY_COMPUTE); }
+
 static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"basic", sc_basic},           {"chain", sc_chain},
     {"overwrite", sc_overwrite},   {"query", sc_query},
@@ -1148,6 +1235,9 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"free_realloc", sc_free_realloc}, {"hostfunc", sc_hostfunc},
     {"interleave", sc_interleave},   {"pace", sc_pace},     {"ctx_reset", sc_ctx_reset}, {"ctx_destroy", sc_ctx_destroy},
     {"ctx_event", sc_ctx_event},     {"primary_release", sc_primary_release},   {"resolve", sc_resolve},
+    {"sm_busy", sc_sm_busy},         {"sm_idle_sync", sc_sm_idle_sync},   {"sm_idle_event", sc_sm_idle_event},
+    {"sm_idle_query", sc_sm_idle_query}, {"sm_room", sc_sm_room},         {"sm_busy_d2d", sc_sm_busy_d2d},
+    {"sm_busy_legacy", sc_sm_busy_legacy}, {"sm_legacy_compute", sc_sm_legacy_compute},
 };
 
 int main(int argc, char **argv)

@@ -22,8 +22,10 @@ MUTANTS = {
                                  "        if (!run->active || !matches(run, which) || (run->facts.ptds && !cb_run_is_owner(run)))", "rule 4"),
     "ptds-no-legacy-join": ("src/ptds.c", "    CUresult rc = join_in(f, CU_STREAM_LEGACY);", "    CUresult rc = CUDA_SUCCESS;", "rule 4"),
     "no-timer": ("src/timer.c", "        uint64_t next = cb_flush_timer_look(cb_now_ns());", "        uint64_t next = 0;", "rule 7"),
-    "no-chunking": ("src/copy.c", "    if (run->q.n >= cb_engine_chunk(run->q.kernel_ok, run->has_h2d, run->chunks)) {", "    if (0) {", "rule 7"),
-    "min-run-ignored": ("src/engine.c", "    return !f->legacy && c->n >= cb_opt(CB_OPT_min_run);", "    return !f->legacy && c->n >= 1;", "rule 8"),
+    "no-chunking": ("src/copy.c", "    if (run->q.n >= cb_engine_chunk(run->q.kernel_ok && !(run->facts.sm_busy && run->q.has_host), run->has_h2d,",
+                    "    if (0 && cb_engine_chunk(run->q.kernel_ok, run->has_h2d,", "rule 7"),
+    "min-run-ignored": ("src/engine.c", "    return (!f->legacy || to_copy_engines(c, f)) && c->n >= cb_opt(CB_OPT_min_run);",
+                        "    return (!f->legacy || to_copy_engines(c, f)) && c->n >= 1;", "rule 8"),
     "no-replay": ("src/engine.c", "            rc = replay(e, c, off, cnt, side, rc);", "            (void)replay;", "rule 9"),
     "no-exit-flush": ("src/life.c", "static void at_exit(void) { cb_flush_exit(); }", "static void at_exit(void) { }", "rule 10"),
     "no-fork-flush": ("src/flush.c", "    flush_matching(CB_ALL_RUNS, CB_WHY_flush_exit); /* the parent loses nothing */", "    /* mutant */", "rule 10"),
@@ -56,6 +58,15 @@ MUTANTS = {
                                       "    return cb_kernel_usable && ctx &&", "kernel eligibility"),
     "pass-through-ignores-hazard": ("src/flush.c", "    if (run && run->q.n > 0 && cb_run_hazard(run, rq))\n        fe = cb_flush_run(run, CB_WHY_flush_hazard);",
                                     "    if (0)\n        fe = cb_flush_run(run, CB_WHY_flush_hazard);", "rule 5"),
+    "launches-ignored": ("src/smwork.c", "    if (!cb_tracking || !may_fill(f, blocks, threads, smem))\n        return;",
+                         "    if (1)\n        return;", "rule 12"),
+    "busy-stream-taken-for-idle": ("src/smwork.c", "        if (q == CUDA_ERROR_NOT_READY)\n            busy = 1;",
+                                   "        if (0)\n            busy = 1;", "rule 12"),
+    "finished-compute-still-busy": ("src/smwork.c", "            forget(i); /* idle", "            busy = 1; /* idle", "rule 12"),
+    "legacy-side-not-joined": ("src/ptds.c", "    return rc == CUDA_SUCCESS ? order_after(c, CU_STREAM_LEGACY, side) : rc;",
+                               "    return (void)order_after, rc;", "rule 3/12 (legacy side stream)"),
+    "legacy-side-not-fenced": ("src/ptds.c", "        rc = order_after(c, c->side, CU_STREAM_LEGACY);", "        rc = CUDA_SUCCESS;",
+                               "rule 3/12 (legacy side stream)"),
 }
 
 def sh(cmd):

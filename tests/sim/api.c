@@ -21,8 +21,9 @@ static struct sim_ctx *ctx_list;
 static struct sim_ctx *primaries[MAX_DEVICES];
 static struct sim_capture *captures;
 
-/* Modules: any fatbin image loads as "cubatch's copy kernel" (its four entry points).  They
- * are never freed (a handle stays recognisable after unload), only marked dead. */
+/* Modules: any fatbin image loads as "cubatch's copy kernel" (its four entry points), plus
+ * "cusim_compute", a stand-in for the program's own compute (below).  They are never freed
+ * (a handle stays recognisable after unload), only marked dead. */
 struct sim_module;
 struct sim_func {
     struct sim_module *mod;
@@ -36,10 +37,12 @@ static const struct { const char *name; unsigned cap; } copy_kernels[] = {
     { CB_KERNEL_NAME, CB_KPARAMS_MAX },
 };
 #define NKERNELS (sizeof copy_kernels / sizeof copy_kernels[0])
+#define COMPUTE_NAME "cusim_compute"
 struct sim_module {
     struct sim_ctx *ctx;
     int alive;
     struct sim_func fn[NKERNELS];
+    struct sim_func compute;
     struct sim_module *next;
 };
 static struct sim_module *modules;
@@ -1743,8 +1746,21 @@ static CUresult stream_sync(CUstream h, int ptsz)
 }
 CUresult CUDAAPI cuStreamSynchronize(CUstream h) { BEGIN_S("cuStreamSynchronize", h); END(stream_sync(h, 0)); }
 CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream h) { BEGIN_S("cuStreamSynchronize_ptsz", h); END(stream_sync(h, 1)); }
-CUresult CUDAAPI cuStreamQuery(CUstream h) { BEGIN_S("cuStreamQuery", h); END(stream_sync(h, 0)); }
-CUresult CUDAAPI cuStreamQuery_ptsz(CUstream h) { BEGIN_S("cuStreamQuery_ptsz", h); END(stream_sync(h, 1)); }
+/* A query runs the stream's work, unless a cusim_compute launch still runs there. */
+static CUresult stream_query(CUstream h, int ptsz)
+{
+    struct sim_stream *s;
+    CUresult rc = resolve_stream(h, ptsz, &s);
+    if (rc)
+        return rc;
+    if (s->compute_last && sim_node_pending(s->compute_last) && s->compute_polls > 0) {
+        s->compute_polls--;
+        return CUDA_ERROR_NOT_READY;
+    }
+    return stream_sync(h, ptsz);
+}
+CUresult CUDAAPI cuStreamQuery(CUstream h) { BEGIN_S("cuStreamQuery", h); END(stream_query(h, 0)); }
+CUresult CUDAAPI cuStreamQuery_ptsz(CUstream h) { BEGIN_S("cuStreamQuery_ptsz", h); END(stream_query(h, 1)); }
 
 static CUresult host_op(struct call *c, CUstream h, int ptsz, CUhostFn fn, CUstreamCallback cb, void *ud)
 {
@@ -1813,6 +1829,8 @@ CUresult CUDAAPI cuModuleLoadData(CUmodule *module, const void *image)
             m->fn[i] = (struct sim_func){ m, copy_kernels[i].name, copy_kernels[i].cap };
             sim_handle_add(&m->fn[i], H_FUNC);
         }
+        m->compute = (struct sim_func){ m, COMPUTE_NAME, 0 };
+        sim_handle_add(&m->compute, H_FUNC);
         m->next = modules;
         modules = m;
         sim_handle_add(m, H_MODULE);
@@ -1838,6 +1856,10 @@ CUresult CUDAAPI cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const cha
             *hfunc = (CUfunction)&m->fn[i];
             END(CUDA_SUCCESS);
         }
+    if (!strcmp(name, COMPUTE_NAME)) {
+        *hfunc = (CUfunction)&m->compute;
+        END(CUDA_SUCCESS);
+    }
     END(CUDA_ERROR_NOT_FOUND);
 }
 
@@ -1851,6 +1873,53 @@ CUresult CUDAAPI cuModuleUnload(CUmodule hmod)
         END(CUDA_ERROR_INVALID_HANDLE);
     /* launches already enqueued hold their descriptors: they still run */
     ((struct sim_module *)hmod)->alive = 0;
+    END(CUDA_SUCCESS);
+}
+
+/* cusim_compute: the program's own SM work, which does nothing when it runs, but which
+ * cuStreamQuery finds running (CUDA_ERROR_NOT_READY, nothing executed) for as many queries
+ * as its one parameter (unsigned int) says; a synchronize, an event or a context
+ * synchronize that waits for it ends it at once.  Any grid and block of at most 1024
+ * threads. */
+static CUresult compute_op(struct call *c, const struct sim_func *f, unsigned blocks, unsigned threads,
+                           CUstream h, void **params, int ptsz)
+{
+    struct sim_stream *s;
+    int capturing;
+    CUresult rc;
+    unsigned polls = params && params[0] ? *(const unsigned *)params[0] : 0;
+    sim_kv(c, "kernel=%s grid=%u block=%u polls=%u", f->name, blocks, threads, polls);
+    if (!inited)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!f->mod->alive)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if ((rc = resolve_stream(h, ptsz, &s)))
+        return rc;
+    if (s->ctx != f->mod->ctx)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (blocks == 0 || threads == 0 || threads > 1024)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = stream_use(s, &capturing)))
+        return rc;
+    if (capturing)
+        return CUDA_SUCCESS; /* nothing to replay */
+    s->compute_last = sim_enqueue(s, sim_node_new(N_COMPUTE));
+    s->compute_polls = polls;
+    return CUDA_SUCCESS;
+}
+
+/* The occupancy calculator: 2048 threads per SM, at most 32 blocks. */
+CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction hf, int threads, size_t smem)
+{
+    BEGIN("cuOccupancyMaxActiveBlocksPerMultiprocessor");
+    KV("threads=%d smem=%zu", threads, smem);
+    if (!inited)
+        END(CUDA_ERROR_NOT_INITIALIZED);
+    if (!sim_handle_ok(hf, H_FUNC))
+        END(CUDA_ERROR_INVALID_HANDLE);
+    if (!n || threads <= 0 || threads > 1024)
+        END(CUDA_ERROR_INVALID_VALUE);
+    *n = 2048 / threads < 32 ? 2048 / threads : 32;
     END(CUDA_SUCCESS);
 }
 
@@ -1870,6 +1939,8 @@ static CUresult launch_op(struct call *c, CUfunction hf, unsigned gx, unsigned g
     if (!sim_handle_ok(hf, H_FUNC))
         return CUDA_ERROR_NOT_SUPPORTED;
     const struct sim_func *f = (const struct sim_func *)hf;
+    if (f == &f->mod->compute)
+        return compute_op(c, f, gx * gy * gz, bx * by * bz, h, params, ptsz);
     const unsigned char *kp = params ? params[0] : NULL;
     uint32_t count = 0, flags = 0;
     if (kp) { /* only the tier's CB_KPARAMS_BYTES(cap) bytes may be read: count, flags, count descriptors */

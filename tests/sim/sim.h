@@ -76,6 +76,8 @@ struct sim_stream {
     uint64_t last;                 /* id of the last node enqueued (0: none) */
     struct sim_capture *cap;       /* capture this stream belongs to, or NULL */
     struct sim_stream *next;       /* in ctx->streams */
+    uint64_t compute_last;         /* the last cusim_compute launch (0: none) */
+    unsigned long compute_polls;   /* queries that still find it running */
 };
 
 struct sim_ctx {
@@ -159,7 +161,7 @@ struct sim_alloc *sim_mem_find_alias(const void *p, char **host);
 uintptr_t sim_mem_devptr(const struct sim_alloc *a, const void *p);
 
 /* ---- work nodes ---- */
-enum { N_NOP, N_COPY, N_MEMSET, N_HOST, N_CALLBACK, N_BATCH, N_FREE, N_KERNEL };
+enum { N_NOP, N_COPY, N_MEMSET, N_HOST, N_CALLBACK, N_BATCH, N_FREE, N_KERNEL, N_COMPUTE };
 struct bentry {
     char *dst;
     const char *src;

@@ -1,0 +1,202 @@
+/* smwork.c - rule 12: no copy waits behind compute it would not have waited
+ * for.  The copy kernel needs SMs and the copy engines do not: while a kernel
+ * that occupies every SM runs on another stream, a copy-kernel launch waits
+ * until that kernel's blocks retire, where the program's own copies would have
+ * run at once on the copy engines.
+ *
+ * cubatch sees every launch of the process, so it keeps the streams whose last
+ * launches may fill the GPU: a grid of at least (blocks one SM holds of it, as
+ * the driver's occupancy calculator says) x (SMs of the smallest device)
+ * blocks, or any launch whose size nobody can tell (graphs, the old cuLaunch
+ * entry points, a failed occupancy query).  Smaller grids leave SMs free, and
+ * the copy kernel runs beside them.  Nothing is queried on the launch path:
+ * when a run of host memory copies is about to take the copy kernel, each
+ * counted stream of its context is asked once (cuStreamQuery, the real one)
+ * and forgotten once idle.  Work of other processes or APIs is not seen
+ * (README, Limits; CUBATCH_ENGINE=batch).
+ *
+ * Another thread's per-thread default stream cannot be asked (only its owner can
+ * name it): it counts as busy until its owner's query finds it idle or a
+ * context synchronize ends everything.  More busy streams than the table holds
+ * make the whole context count as busy until a context synchronize. */
+#include "smwork.h"
+#include "stats.h"
+
+#include <string.h>
+
+#define CB_BUSY_MAX 64
+
+struct cb_busy {
+    uintptr_t stream; /* handle; CU_STREAM_LEGACY or CU_STREAM_PER_THREAD for those */
+    uintptr_t owner;  /* pthread_self() of a per-thread stream's owner, else 0 */
+    CUcontext ctx;
+    int blocking;     /* synchronizes with the legacy stream */
+};
+
+static pthread_mutex_t cb_busy_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct cb_busy cb_busy[CB_BUSY_MAX];
+static int cb_nbusy;
+static CUcontext cb_busy_overflow[CB_BUSY_MAX]; /* contexts with more busy streams than fit */
+static int cb_noverflow;
+static atomic_int cb_busy_any; /* cb_nbusy + cb_noverflow: the lock-free "nothing runs" */
+static unsigned cb_min_sms = 1;
+static int cb_tracking; /* the engine choice asks (engine.c) */
+
+void cb_smwork_init(int track)
+{
+    cb_tracking = track;
+    if (!track)
+        return;
+    /* every device, until the ordinal is refused (no cuDeviceGetCount: the flush
+     * table test marks its phases with that call) */
+    unsigned min = 0;
+    int sms = 0;
+    for (int d = 0; d < 1024 && cb_drv.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d) ==
+                                    CUDA_SUCCESS; d++)
+        if (sms > 0 && (!min || (unsigned)sms < min))
+            min = (unsigned)sms;
+    cb_min_sms = min ? min : 1; /* unknown: any grid as large as one SM holds fills */
+}
+
+/* Blocks of f one SM holds, per thread: the occupancy calculator is asked once
+ * per (function, block size, shared memory).  0: unknown. */
+struct cb_occ { CUfunction f; uint64_t threads, smem; int per_sm; };
+#define CB_OCC_SLOTS 16
+static CB_TLS struct cb_occ cb_occ_cache[CB_OCC_SLOTS];
+
+static int blocks_per_sm(CUfunction f, uint64_t threads, uint64_t smem)
+{
+    struct cb_occ *o = &cb_occ_cache[(((uintptr_t)f >> 4) ^ threads) % CB_OCC_SLOTS];
+    if (o->f == f && o->threads == threads && o->smem == smem)
+        return o->per_sm;
+    int n = 0;
+    if (!cb_drv.cuOccupancyMaxActiveBlocksPerMultiprocessor || threads > INT32_MAX || smem > SIZE_MAX ||
+        cb_drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, f, (int)threads, (size_t)smem) != CUDA_SUCCESS)
+        n = 0;
+    *o = (struct cb_occ){f, threads, smem, n > 0 ? n : 0};
+    return o->per_sm;
+}
+
+static int may_fill(CUfunction f, uint64_t blocks, uint64_t threads, uint64_t smem)
+{
+    int per_sm = f && threads ? blocks_per_sm(f, threads, smem) : 0;
+    if (!per_sm) {
+        CB_COUNT(launches_unsized);
+        return 1;
+    }
+    return blocks >= (uint64_t)per_sm * cb_min_sms;
+}
+
+static int same_stream(const struct cb_busy *b, uintptr_t stream, uintptr_t owner, CUcontext ctx)
+{
+    return b->stream == stream && b->owner == owner && b->ctx == ctx;
+}
+
+void cb_smwork_launch(CUstream s, int ptsz, CUfunction f, uint64_t blocks, uint64_t threads, uint64_t smem)
+{
+    if (!cb_tracking || !may_fill(f, blocks, threads, smem))
+        return;
+    CB_COUNT(launches_filling);
+    CUcontext ctx = NULL;
+    if (!cb_drv.cuCtxGetCurrent || cb_drv.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS)
+        ctx = NULL;
+    enum cb_stream_kind sk = cb_stream_kind(s, ptsz);
+    uintptr_t stream = sk == CB_SK_LEGACY ? (uintptr_t)CU_STREAM_LEGACY
+                       : sk == CB_SK_PER_THREAD ? (uintptr_t)CU_STREAM_PER_THREAD : (uintptr_t)s;
+    uintptr_t owner = sk == CB_SK_PER_THREAD ? (uintptr_t)pthread_self() : 0;
+    unsigned int flags = 0;
+    int blocking = sk != CB_SK_CREATED || !cb_drv.cuStreamGetFlags || cb_drv.cuStreamGetFlags(s, &flags) != CUDA_SUCCESS ||
+                   !(flags & CU_STREAM_NON_BLOCKING);
+    pthread_mutex_lock(&cb_busy_mu);
+    int i = 0;
+    while (i < cb_nbusy && !same_stream(&cb_busy[i], stream, owner, ctx))
+        i++;
+    if (i == cb_nbusy) {
+        if (cb_nbusy < CB_BUSY_MAX) {
+            cb_busy[cb_nbusy++] = (struct cb_busy){stream, owner, ctx, blocking};
+            atomic_fetch_add(&cb_busy_any, 1);
+        } else {
+            int j = 0;
+            while (j < cb_noverflow && cb_busy_overflow[j] != ctx)
+                j++;
+            if (j == cb_noverflow && cb_noverflow < CB_BUSY_MAX) {
+                cb_busy_overflow[cb_noverflow++] = ctx;
+                atomic_fetch_add(&cb_busy_any, 1);
+            }
+        }
+    }
+    pthread_mutex_unlock(&cb_busy_mu);
+}
+
+static void forget(int i)
+{
+    cb_busy[i] = cb_busy[--cb_nbusy];
+    atomic_fetch_sub(&cb_busy_any, 1);
+}
+
+void cb_smwork_ctx_synced(CUcontext ctx)
+{
+    if (!atomic_load(&cb_busy_any) || (!ctx && (!cb_drv.cuCtxGetCurrent || cb_drv.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS)))
+        return;
+    pthread_mutex_lock(&cb_busy_mu);
+    for (int i = cb_nbusy - 1; i >= 0; i--)
+        if (cb_busy[i].ctx == ctx)
+            forget(i);
+    for (int j = cb_noverflow - 1; j >= 0; j--)
+        if (cb_busy_overflow[j] == ctx) {
+            cb_busy_overflow[j] = cb_busy_overflow[--cb_noverflow];
+            atomic_fetch_sub(&cb_busy_any, 1);
+        }
+    pthread_mutex_unlock(&cb_busy_mu);
+}
+
+/* Would a copy issued now on the run's stream, without cubatch, have waited for
+ * this stream's work anyway?  Legacy-stream work waits for every blocking
+ * stream, and blocking-stream work for the legacy stream (rule 3); a stream's
+ * own work precedes its copies. */
+static int would_wait_anyway(const struct cb_busy *b, const struct cb_stream_facts *f)
+{
+    uintptr_t own = f->legacy ? (uintptr_t)CU_STREAM_LEGACY : f->ptds ? (uintptr_t)CU_STREAM_PER_THREAD
+                                                                        : (uintptr_t)f->stream;
+    if (b->stream == own && b->owner == (f->ptds ? f->owner : 0))
+        return 1;
+    if (f->legacy && b->blocking)
+        return 1;
+    return (f->blocking || f->ptds) && b->stream == (uintptr_t)CU_STREAM_LEGACY;
+}
+
+int cb_smwork_may_delay(const struct cb_stream_facts *f)
+{
+    if (!atomic_load_explicit(&cb_busy_any, memory_order_relaxed))
+        return 0;
+    int busy = 0;
+    pthread_mutex_lock(&cb_busy_mu);
+    for (int j = 0; j < cb_noverflow; j++)
+        busy |= cb_busy_overflow[j] == f->ctx;
+    for (int i = cb_nbusy - 1; i >= 0 && !busy; i--) {
+        const struct cb_busy *b = &cb_busy[i];
+        if (b->ctx != f->ctx || would_wait_anyway(b, f))
+            continue;
+        if (b->owner && b->owner != (uintptr_t)pthread_self()) {
+            busy = 1; /* another thread's per-thread stream: cannot be asked */
+            break;
+        }
+        CB_COUNT(load_queries);
+        CUresult q = cb_drv.cuStreamQuery((CUstream)b->stream);
+        if (q == CUDA_ERROR_NOT_READY)
+            busy = 1;
+        else
+            forget(i); /* idle (or gone: a destroyed stream runs nothing of ours to wait for) */
+    }
+    pthread_mutex_unlock(&cb_busy_mu);
+    return busy;
+}
+
+void cb_smwork_atfork_child(void)
+{
+    /* the child has no CUDA work of its own */
+    cb_nbusy = 0;
+    cb_noverflow = 0;
+    atomic_store(&cb_busy_any, 0);
+    pthread_mutex_init(&cb_busy_mu, NULL);
+}

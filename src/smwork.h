@@ -1,0 +1,29 @@
+/* smwork.h - which streams may still be running SM work that fills the GPU
+ * (smwork.c): what the engine choice asks before a run of host memory copies
+ * takes the copy kernel (rule 12). */
+#ifndef CUBATCH_SMWORK_H
+#define CUBATCH_SMWORK_H
+
+#include "copies.h"
+
+/* At initialisation (engine.c): track launches only when the engine choice
+ * will ask (CUBATCH_ENGINE=auto with the copy kernel usable); learn the
+ * smallest SM count of the devices. */
+void cb_smwork_init(int track);
+/* After a successful launch on stream s (as the program passed it, through an
+ * entry whose NULL stream is per-thread when ptsz): a grid of `blocks` blocks
+ * of `threads` threads and `smem` bytes of dynamic shared memory running f
+ * (NULL: unknown, such as a graph).  Counts the stream when the launch may
+ * occupy every SM (or nobody can tell). */
+void cb_smwork_launch(CUstream s, int ptsz, CUfunction f, uint64_t blocks, uint64_t threads, uint64_t smem);
+/* After a successful context synchronize: nothing of ctx (NULL: the current
+ * context) runs. */
+void cb_smwork_ctx_synced(CUcontext ctx);
+/* Before a run of f's stream goes out, with f->ctx current: 1 when another
+ * stream of the context may still be running such work that the run's copies
+ * would not have waited for without cubatch.  Asks the driver about each
+ * counted stream (one query each) and forgets those found idle. */
+int cb_smwork_may_delay(const struct cb_stream_facts *f);
+void cb_smwork_atfork_child(void);
+
+#endif /* CUBATCH_SMWORK_H */
