@@ -11,6 +11,10 @@ EXTRA_DIST += \
 	bench/open-questions.sh \
 	bench/torch_foreach.py \
 	bench/test_report.py \
+	bench/load_bench.cu \
+	bench/run-load.sh \
+	bench/load_report.py \
+	bench/torch_load.py \
 	bench/local.mk
 EXTRA_DIST += bench/RESULTS.md bench/quick-extras.sh tools/mutants.py
 # CPU only: dlopen/dlsym from threads, plain and preloaded (bench/dl_threads.c is

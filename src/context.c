@@ -15,12 +15,14 @@
  *    succeeds.
  * Every one of them flushes every run first (DESIGN.md rule 6). */
 #include "run.h"
+#include "smwork.h"
 
 CUresult cb_ctx_destroy_before(CUcontext ctx, struct cb_ctx_fate *f)
 {
     f->ctx = ctx;
     f->destroys = 0;
     f->device = -1;
+    cb_smwork_ctx_synced(ctx); /* its streams are never asked about again */
     return cb_flush_all(CB_WHY_flush_context);
 }
 
@@ -47,6 +49,8 @@ CUresult cb_primary_before(CUdevice dev, int reset, struct cb_ctx_fate *f)
     f->ctx = primary_of(dev);
     f->destroys = reset;
     f->device = dev;
+    if (f->ctx)
+        cb_smwork_ctx_synced(f->ctx); /* it may go: its streams are never asked about again */
     return rc;
 }
 

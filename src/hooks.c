@@ -72,8 +72,14 @@ static CUresult cb_flush_two(CUstream a, CUstream b, int ptsz)
     CB_WRAPPER(name, params, args, CB_FLUSH_ARG(aarg, ptsz), cb_capture_ended())
 #define CB_WRAP_STREAM_FREE(name, ptsz, aarg, params, args) \
     CB_WRAPPER(name, params, args, CB_FLUSH_ARG(aarg, ptsz), cb_forget_classes())
+/* A stream about to be destroyed: never asked about again, its run flushed. */
+static CUresult cb_destroy_stream_before(CUstream s, int ptsz)
+{
+    cb_smwork_forget_stream(s);
+    return cb_flush_stream(s, ptsz, CB_WHY_flush_stream);
+}
 #define CB_WRAP_DESTROY_STREAM(name, ptsz, aarg, params, args) \
-    CB_WRAPPER(name, params, args, CB_FLUSH_ARG(aarg, ptsz), cb_forget_stream(CB_EXPAND aarg))
+    CB_WRAPPER(name, params, args, cb_destroy_stream_before(CB_EXPAND aarg, ptsz), cb_forget_stream(CB_EXPAND aarg))
 #define CB_WRAP_CONTEXT(name, ptsz, aarg, params, args) \
     CB_WRAPPER(name, params, args, cb_flush_all(CB_WHY_flush_context), (void)0)
 #define CB_WRAP_FREE(name, ptsz, aarg, params, args) \

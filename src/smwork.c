@@ -31,7 +31,14 @@ struct cb_busy {
     uintptr_t owner;  /* pthread_self() of a per-thread stream's owner, else 0 */
     CUcontext ctx;
     int blocking;     /* synchronizes with the legacy stream */
+    uint64_t busy_ns; /* when a query last found it running (0: never) */
 };
+
+/* A stream found running is taken to be running for this long without asking
+ * again: a query costs the submitting thread microseconds while a kernel runs,
+ * and a kernel that ended meanwhile costs at most this long on the copy engines,
+ * which are never slower than the program's own copies. */
+#define CB_BUSY_TRUST_NS 200000u
 
 static pthread_mutex_t cb_busy_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct cb_busy cb_busy[CB_BUSY_MAX];
@@ -39,14 +46,18 @@ static int cb_nbusy;
 static CUcontext cb_busy_overflow[CB_BUSY_MAX]; /* contexts with more busy streams than fit */
 static int cb_noverflow;
 static atomic_int cb_busy_any; /* cb_nbusy + cb_noverflow: the lock-free "nothing runs" */
-static unsigned cb_min_sms = 1;
-static int cb_tracking; /* the engine choice asks (engine.c) */
+static atomic_uint cb_min_sms; /* 0: not known yet */
+static int cb_tracking;         /* the engine choice asks (engine.c) */
 
-void cb_smwork_init(int track)
+void cb_smwork_init(int track) { cb_tracking = track; }
+
+/* At the first launch (the driver is initialised by then; it may not be when
+ * cubatch initialises). */
+static unsigned min_sms(void)
 {
-    cb_tracking = track;
-    if (!track)
-        return;
+    unsigned known = atomic_load_explicit(&cb_min_sms, memory_order_relaxed);
+    if (known)
+        return known;
     /* every device, until the ordinal is refused (no cuDeviceGetCount: the flush
      * table test marks its phases with that call) */
     unsigned min = 0;
@@ -55,7 +66,9 @@ void cb_smwork_init(int track)
                                     CUDA_SUCCESS; d++)
         if (sms > 0 && (!min || (unsigned)sms < min))
             min = (unsigned)sms;
-    cb_min_sms = min ? min : 1; /* unknown: any grid as large as one SM holds fills */
+    known = min ? min : 1; /* unknown: any grid as large as one SM holds fills */
+    atomic_store_explicit(&cb_min_sms, known, memory_order_relaxed);
+    return known;
 }
 
 /* Blocks of f one SM holds, per thread: the occupancy calculator is asked once
@@ -84,7 +97,7 @@ static int may_fill(CUfunction f, uint64_t blocks, uint64_t threads, uint64_t sm
         CB_COUNT(launches_unsized);
         return 1;
     }
-    return blocks >= (uint64_t)per_sm * cb_min_sms;
+    return blocks >= (uint64_t)per_sm * min_sms();
 }
 
 static int same_stream(const struct cb_busy *b, uintptr_t stream, uintptr_t owner, CUcontext ctx)
@@ -113,7 +126,7 @@ void cb_smwork_launch(CUstream s, int ptsz, CUfunction f, uint64_t blocks, uint6
         i++;
     if (i == cb_nbusy) {
         if (cb_nbusy < CB_BUSY_MAX) {
-            cb_busy[cb_nbusy++] = (struct cb_busy){stream, owner, ctx, blocking};
+            cb_busy[cb_nbusy++] = (struct cb_busy){stream, owner, ctx, blocking, 0};
             atomic_fetch_add(&cb_busy_any, 1);
         } else {
             int j = 0;
@@ -170,6 +183,7 @@ int cb_smwork_may_delay(const struct cb_stream_facts *f)
     if (!atomic_load_explicit(&cb_busy_any, memory_order_relaxed))
         return 0;
     int busy = 0;
+    uint64_t now = cb_now_ns();
     pthread_mutex_lock(&cb_busy_mu);
     for (int j = 0; j < cb_noverflow; j++)
         busy |= cb_busy_overflow[j] == f->ctx;
@@ -181,15 +195,30 @@ int cb_smwork_may_delay(const struct cb_stream_facts *f)
             busy = 1; /* another thread's per-thread stream: cannot be asked */
             break;
         }
+        if (b->busy_ns && now - b->busy_ns < CB_BUSY_TRUST_NS) {
+            busy = 1;
+            break;
+        }
         CB_COUNT(load_queries);
         CUresult q = cb_drv.cuStreamQuery((CUstream)b->stream);
         if (q == CUDA_ERROR_NOT_READY)
-            busy = 1;
+            busy = 1, cb_busy[i].busy_ns = now;
         else
             forget(i); /* idle (or gone: a destroyed stream runs nothing of ours to wait for) */
     }
     pthread_mutex_unlock(&cb_busy_mu);
     return busy;
+}
+
+void cb_smwork_forget_stream(CUstream s)
+{
+    if (!atomic_load(&cb_busy_any) || cb_stream_kind(s, 0) != CB_SK_CREATED)
+        return;
+    pthread_mutex_lock(&cb_busy_mu);
+    for (int i = cb_nbusy - 1; i >= 0; i--)
+        if (cb_busy[i].stream == (uintptr_t)s && !cb_busy[i].owner)
+            forget(i);
+    pthread_mutex_unlock(&cb_busy_mu);
 }
 
 void cb_smwork_atfork_child(void)

@@ -16,9 +16,13 @@ void cb_smwork_init(int track);
  * (NULL: unknown, such as a graph).  Counts the stream when the launch may
  * occupy every SM (or nobody can tell). */
 void cb_smwork_launch(CUstream s, int ptsz, CUfunction f, uint64_t blocks, uint64_t threads, uint64_t smem);
-/* After a successful context synchronize: nothing of ctx (NULL: the current
- * context) runs. */
+/* After a successful context synchronize, and before a context is destroyed,
+ * released or reset: nothing of ctx (NULL: the current context) runs, or will
+ * be asked about. */
 void cb_smwork_ctx_synced(CUcontext ctx);
+/* Before the program destroys stream s: it is never asked about again (a query
+ * of a destroyed stream may crash the real driver). */
+void cb_smwork_forget_stream(CUstream s);
 /* Before a run of f's stream goes out, with f->ctx current: 1 when another
  * stream of the context may still be running such work that the run's copies
  * would not have waited for without cubatch.  Asks the driver about each

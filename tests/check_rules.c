@@ -817,6 +817,11 @@ START_TEST(compute_that_leaves_room_or_would_be_waited_for)
     p = both("sm_busy_d2d", automatic_all);
     STAT_GE(p.shim, "kernel_launches", 1);
     pair_free(&p);
+    /* a destroyed stream is never asked about (the real driver may crash) */
+    p = both("sm_destroyed", automatic);
+    ck_assert_int_eq(log_count(&p.shim, "cuStreamQuery"), 0);
+    STAT_GE(p.shim, "kernel_launches", 1);
+    pair_free(&p);
     /* compute on the legacy stream: a blocking stream's copies wait for it anyway */
     p = both("sm_legacy_compute", automatic);
     STAT_GE(p.shim, "kernel_launches", 1);

@@ -1157,7 +1157,7 @@ static void compute(CUfunction f, CUstream s, unsigned blocks_per_sm, unsigned p
 }
 
 enum sm_mode { SM_BUSY, SM_IDLE_SYNC, SM_IDLE_EVENT, SM_IDLE_QUERY, SM_ROOM, SM_BUSY_D2D, SM_BUSY_LEGACY,
-               SM_LEGACY_COMPUTE };
+               SM_LEGACY_COMPUTE, SM_DESTROYED };
 
 /* Compute on a non-blocking stream (the legacy stream for SM_LEGACY_COMPUTE), then 64
  * copies there and back on another stream; the facts line says which engine may
@@ -1173,6 +1173,10 @@ static void sm_scenario(enum sm_mode mode)
     compute(f, a, mode == SM_ROOM ? 2 : 8, mode == SM_IDLE_QUERY ? 3 : 1u << 30);
     if (mode == SM_IDLE_SYNC)
         CK(cuStreamSynchronize(a));
+    if (mode == SM_DESTROYED) { /* its work still runs; the handle is gone */
+        CK(cuStreamDestroy_v2(a));
+        a = mkstream(CU_STREAM_NON_BLOCKING);
+    }
     if (mode == SM_IDLE_EVENT) {
         CUevent e;
         CK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
@@ -1214,6 +1218,7 @@ static void sc_sm_room(void) { sm_scenario(SM_ROOM); }
 static void sc_sm_busy_d2d(void) { sm_scenario(SM_BUSY_D2D); }
 static void sc_sm_busy_legacy(void) { sm_scenario(SM_BUSY_LEGACY); }
 static void sc_sm_legacy_compute(void) { sm_scenario(SM_LEGACY_COMPUTE); }
+static void sc_sm_destroyed(void) { sm_scenario(SM_DESTROYED); }
 
 static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"basic", sc_basic},           {"chain", sc_chain},
@@ -1238,6 +1243,7 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"sm_busy", sc_sm_busy},         {"sm_idle_sync", sc_sm_idle_sync},   {"sm_idle_event", sc_sm_idle_event},
     {"sm_idle_query", sc_sm_idle_query}, {"sm_room", sc_sm_room},         {"sm_busy_d2d", sc_sm_busy_d2d},
     {"sm_busy_legacy", sc_sm_busy_legacy}, {"sm_legacy_compute", sc_sm_legacy_compute},
+    {"sm_destroyed", sc_sm_destroyed},
 };
 
 int main(int argc, char **argv)

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""torch_load.py - PyTorch copies on a side stream beside cuBLAS matrix products
+on the default stream (rule 12), the prefetch pattern of offloading and serving
+stacks.
+
+Each round launches bf16 N x N x N matrix products on the default stream, lets
+them take the GPU, then times a set of copies on a side stream (from the first
+call to the end of the side stream's synchronize); the products' own time is
+read from CUDA events around them.  Cases: _foreach_copy_ of 256 pinned 4 KiB
+tensors host to device and device to host, of 64 x 64 KiB host to device, and a
+Python loop of copy_(non_blocking=True), 256 x 4 KiB host to device; each with
+the GPU idle too.
+
+Under LD_PRELOAD=libcubatch.so the rounds alternate cubatch on and off inside
+the one process (cubatch_set_enabled), so process-to-process noise cancels:
+on/off is the speedup, and the first two "off" rounds against each other
+give the A/A spread.  Without the preload (or without that symbol) every round
+runs as it is; compare processes then.
+
+Usage: torch_load.py [--rounds 9] [--gemms 8] [--n 8192] [--json]
+Prints one line per case: median ms of on and off rounds and their ratio."""
+import argparse, ctypes, json, statistics, sys, time
+
+import torch
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--rounds", type=int, default=9)
+ap.add_argument("--gemms", type=int, default=8)
+ap.add_argument("--n", type=int, default=8192)
+ap.add_argument("--json", action="store_true")
+args = ap.parse_args()
+
+lib = ctypes.CDLL(None)
+try:
+    set_enabled = lib.cubatch_set_enabled
+    set_enabled.argtypes = [ctypes.c_int]
+except AttributeError:
+    set_enabled = None
+
+dev = torch.device("cuda")
+side = torch.cuda.Stream()
+a = torch.randn(args.n, args.n, device=dev, dtype=torch.bfloat16)
+b = torch.randn(args.n, args.n, device=dev, dtype=torch.bfloat16)
+c = torch.empty_like(a)
+
+def tensors(n, nbytes, where):
+    elems = nbytes // 4
+    if where == "host":
+        return [torch.empty(elems, dtype=torch.float32, pin_memory=True).fill_(i) for i in range(n)]
+    return [torch.full((elems,), float(i), device=dev) for i in range(n)]
+
+def case_foreach(n, nbytes, h2d):
+    src = tensors(n, nbytes, "host" if h2d else "dev")
+    dst = tensors(n, nbytes, "dev" if h2d else "host")
+    def run():
+        with torch.cuda.stream(side):
+            torch._foreach_copy_(dst, src, non_blocking=True)
+        side.synchronize()
+    def check():
+        return all(torch.equal(d.cpu(), s.cpu()) for d, s in zip(dst[:4], src[:4]))
+    return run, check
+
+def case_loop(n, nbytes):
+    src, dst = tensors(n, nbytes, "host"), tensors(n, nbytes, "dev")
+    def run():
+        with torch.cuda.stream(side):
+            for d, s in zip(dst, src):
+                d.copy_(s, non_blocking=True)
+        side.synchronize()
+    def check():
+        return all(torch.equal(d.cpu(), s) for d, s in zip(dst[:4], src[:4]))
+    return run, check
+
+cases = {
+    "foreach h2d 256x4K": case_foreach(256, 4096, True),
+    "foreach d2h 256x4K": case_foreach(256, 4096, False),
+    "foreach h2d 64x64K": case_foreach(64, 65536, True),
+    "loop h2d 256x4K": case_loop(256, 4096),
+}
+
+def one(run, load):
+    torch.cuda.synchronize()
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    if load:
+        e0.record()
+        for _ in range(args.gemms):
+            torch.mm(a, b, out=c)
+        e1.record()
+        time.sleep(0.002)  # the products hold the GPU
+    t0 = time.perf_counter()
+    run()
+    t = (time.perf_counter() - t0) * 1e3
+    torch.cuda.synchronize()
+    return t, (e0.elapsed_time(e1) if load else 0.0)
+
+results = []
+for name, (run, check) in cases.items():
+    for load in (False, True):
+        for _ in range(3):
+            one(run, load)  # warm-up (cuBLAS, the copy kernel module, caches)
+        on, off, gon, goff = [], [], [], []
+        for r in range(args.rounds):
+            enabled = set_enabled is None or r % 2 == 0
+            if set_enabled:
+                set_enabled(1 if enabled else 0)
+            reps = [one(run, load) for _ in range(5)]
+            t = statistics.median(x[0] for x in reps)
+            g = statistics.median(x[1] for x in reps)
+            (on if enabled else off).append(t)
+            (gon if enabled else goff).append(g)
+        if set_enabled:
+            set_enabled(1)
+        ok = check()
+        row = {"case": name, "load": "gemm" if load else "idle", "on_ms": statistics.median(on),
+               "off_ms": statistics.median(off) if off else None, "gemm_on_ms": statistics.median(gon),
+               "gemm_off_ms": statistics.median(goff) if goff else None, "ok": ok,
+               "aa": (off[0] / off[1]) if len(off) >= 2 else None, "inprocess": set_enabled is not None}
+        row["speedup"] = row["off_ms"] / row["on_ms"] if row["off_ms"] else None
+        results.append(row)
+        if args.json:
+            print(json.dumps(row))
+        else:
+            sp = "%.2f" % row["speedup"] if row["speedup"] else "-"
+            print(f"{name:22s} {row['load']:5s} on {row['on_ms']:.3f} ms  off {row['off_ms'] or 0:.3f} ms  "
+                  f"speedup {sp}  gemm on/off {row['gemm_on_ms']:.2f}/{row['gemm_off_ms'] or 0:.2f} ms  ok={ok}")
+        sys.stdout.flush()
+sys.exit(0 if all(r["ok"] for r in results) else 1)
