@@ -7,6 +7,8 @@
 // is printed beside it.  Run it under each configuration (bench/run-load.sh).
 //
 //   load_bench [--reps N] [--loads LIST] [--cells LIST]
+//   load_bench --query-cost   the cost of cudaStreamQuery / cudaEventQuery on a
+//                             stream running a kernel that fills the GPU, and idle
 // Output: one line per (load, cell): "load=L cell=C copy_us=M compute_us=M ok=1"
 // (medians of N repetitions after one warm-up; ok=0 if any byte was wrong).
 #include <cuda_runtime.h>
@@ -72,10 +74,12 @@ static double median(std::vector<double> v)
 
 int main(int argc, char **argv)
 {
-    int reps = 5;
+    int reps = 5, query_cost = 0;
     const char *want_loads = nullptr, *want_cells = nullptr;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+        if (!strcmp(argv[i], "--query-cost"))
+            query_cost = 1;
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
             reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--loads") && i + 1 < argc)
             want_loads = argv[++i];
@@ -92,6 +96,30 @@ int main(int argc, char **argv)
     cudaStream_t cs, xs;
     CK(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
     CK(cudaStreamCreateWithFlags(&xs, cudaStreamNonBlocking));
+    if (query_cost) {
+        cudaEvent_t ev;
+        CK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+        for (int busy = 1; busy >= 0; busy--) {
+            if (busy)
+                spin<<<8 * sms, 256, 0, cs>>>((long long)(20000.0 * khz / 1000.0));
+            CK(cudaEventRecord(ev, cs));
+            double t = now_us();
+            while (now_us() - t < 200) {
+            }
+            const int n = 2000;
+            double t0 = now_us();
+            for (int i = 0; i < n; i++)
+                (void)cudaStreamQuery(cs);
+            double t1 = now_us();
+            for (int i = 0; i < n; i++)
+                (void)cudaEventQuery(ev);
+            double t2 = now_us();
+            printf("query_cost busy=%d stream_query_ns=%.0f event_query_ns=%.0f still_busy=%d\n", busy,
+                   (t1 - t0) * 1000 / n, (t2 - t1) * 1000 / n, cudaStreamQuery(cs) == cudaErrorNotReady);
+            CK(cudaStreamSynchronize(cs));
+        }
+        return 0;
+    }
     const size_t bytes = (size_t)256 * 65536; // the largest cell: 16 MiB
     unsigned char *hin, *hout, *check = (unsigned char *)malloc(bytes);
     CK(cudaMallocHost(&hin, bytes));
