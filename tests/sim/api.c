@@ -96,10 +96,12 @@ static struct sim_ctx *ctx_new(int dev, unsigned flags, int primary)
 }
 
 /* Destroy (or, for a primary context, deactivate) a context: its pending work still runs,
- * its streams die. */
+ * then its streams, modules and memory die (freed memory is quarantined: a later use of
+ * it, from any context, is detected). */
 static void ctx_teardown(struct sim_ctx *c)
 {
     sim_run_ctx(c);
+    sim_mem_drop_ctx(c);
     c->sticky = CUDA_SUCCESS; /* a new (or reset primary) context starts clean */
     for (struct sim_module *m = modules; m; m = m->next)
         if (m->ctx == c)
@@ -433,10 +435,38 @@ CUresult CUDAAPI cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n
 { BEGIN_S("cuMemcpyDtoDAsync_v2", h); END(copy_op(&C_, P(dst), P(src), n, h, 0, SIDE_DEVICE, SIDE_DEVICE, 0)); }
 CUresult CUDAAPI cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h)
 { BEGIN_S("cuMemcpyDtoDAsync_v2_ptsz", h); END(copy_op(&C_, P(dst), P(src), n, h, 1, SIDE_DEVICE, SIDE_DEVICE, 0)); }
+/* A peer copy names the context of each side: both must be live contexts, and device
+ * memory on a side must be memory of that context's device (unified addresses let the
+ * copy reach any context of that device). */
+static CUresult peer_sides(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc)
+{
+    const CUdeviceptr p[2] = { dst, src };
+    const CUcontext c[2] = { dc, sc };
+    for (int i = 0; i < 2; i++) {
+        if (!inited)
+            return CUDA_ERROR_NOT_INITIALIZED;
+        if (!sim_handle_ok(c[i], H_CTX) || !((struct sim_ctx *)c[i])->alive)
+            return CUDA_ERROR_INVALID_CONTEXT;
+        struct sim_alloc *a = sim_mem_find(P(p[i]));
+        if (a && a->kind == MEM_DEVICE && a->ctx && a->ctx->dev != ((struct sim_ctx *)c[i])->dev)
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_SUCCESS;
+}
+#define PEER_COPY(begin, h, ptsz, sync)                                                             \
+    {                                                                                               \
+        begin;                                                                                      \
+        CUresult rc_ = peer_sides(dst, dc, src, sc);                                                \
+        if (rc_) {                                                                                  \
+            KV("dst=%p src=%p n=%zu", P(dst), P(src), n);                                           \
+            END(rc_);                                                                               \
+        }                                                                                           \
+        END(copy_op(&C_, P(dst), P(src), n, h, ptsz, SIDE_DEVICE, SIDE_DEVICE, sync));              \
+    }
 CUresult CUDAAPI cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n, CUstream h)
-{ (void)dc; (void)sc; BEGIN_S("cuMemcpyPeerAsync", h); END(copy_op(&C_, P(dst), P(src), n, h, 0, SIDE_DEVICE, SIDE_DEVICE, 0)); }
+PEER_COPY(BEGIN_S("cuMemcpyPeerAsync", h), h, 0, 0)
 CUresult CUDAAPI cuMemcpyPeerAsync_ptsz(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n, CUstream h)
-{ (void)dc; (void)sc; BEGIN_S("cuMemcpyPeerAsync_ptsz", h); END(copy_op(&C_, P(dst), P(src), n, h, 1, SIDE_DEVICE, SIDE_DEVICE, 0)); }
+PEER_COPY(BEGIN_S("cuMemcpyPeerAsync_ptsz", h), h, 1, 0)
 
 /* synchronous copies: legacy stream (or the per-thread stream for _ptds) */
 CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
@@ -456,9 +486,9 @@ CUresult CUDAAPI cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)
 CUresult CUDAAPI cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n)
 { BEGIN("cuMemcpyDtoD_v2_ptds"); END(copy_op(&C_, P(dst), P(src), n, NULL, 1, SIDE_DEVICE, SIDE_DEVICE, 1)); }
 CUresult CUDAAPI cuMemcpyPeer(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n)
-{ (void)dc; (void)sc; BEGIN("cuMemcpyPeer"); END(copy_op(&C_, P(dst), P(src), n, NULL, 0, SIDE_DEVICE, SIDE_DEVICE, 1)); }
+PEER_COPY(BEGIN("cuMemcpyPeer"), NULL, 0, 1)
 CUresult CUDAAPI cuMemcpyPeer_ptds(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n)
-{ (void)dc; (void)sc; BEGIN("cuMemcpyPeer_ptds"); END(copy_op(&C_, P(dst), P(src), n, NULL, 1, SIDE_DEVICE, SIDE_DEVICE, 1)); }
+PEER_COPY(BEGIN("cuMemcpyPeer_ptds"), NULL, 1, 1)
 
 /* memsets */
 CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr d, unsigned char uc, size_t n, CUstream h)

@@ -1992,6 +1992,212 @@ START_TEST(kernel_log_format)
 }
 END_TEST
 
+/* ------------------------------------------------------------ two devices (CUSIM_DEVICES=2) */
+
+static CUcontext ctx1;
+
+/* Both devices' primary contexts retained; device 0's current. */
+static void setup2(void)
+{
+    setenv("CUSIM_DEVICES", "2", 1);
+    setup();
+    OK(cuDevicePrimaryCtxRetain(&ctx1, 1));
+}
+
+START_TEST(two_devices_contexts_and_streams)
+{
+    CUcontext again, c;
+    CUdevice dev;
+    CUstream s0, s1;
+    unsigned long long id0, id1;
+    setup2();
+    int n;
+    OK(cuDeviceGetCount(&n));
+    ck_assert_int_eq(n, 2);
+    /* one primary context per device, the same on every retain */
+    ck_assert_ptr_ne(ctx, ctx1);
+    OK(cuDevicePrimaryCtxRetain(&again, 1));
+    ck_assert_ptr_eq(again, ctx1);
+    OK(cuDevicePrimaryCtxRelease_v2(1));
+    OK(cuCtxGetDevice_v2(&dev, ctx1));
+    ck_assert_int_eq(dev, 1);
+    /* streams are their context's, and the current one follows cuCtxSetCurrent */
+    OK(cuStreamCreate(&s0, 0));
+    OK(cuCtxSetCurrent(ctx1));
+    OK(cuCtxGetDevice(&dev));
+    ck_assert_int_eq(dev, 1);
+    OK(cuStreamCreate(&s1, 0));
+    OK(cuStreamGetCtx(s1, &c));
+    ck_assert_ptr_eq(c, ctx1);
+    OK(cuStreamGetDevice(s1, &dev));
+    ck_assert_int_eq(dev, 1);
+    OK(cuStreamGetDevice(s0, &dev));
+    ck_assert_int_eq(dev, 0);
+    /* a per-thread stream per (thread, context) */
+    OK(cuStreamGetId_ptsz(NULL, &id1));
+    OK(cuCtxSetCurrent(ctx));
+    OK(cuStreamGetId_ptsz(NULL, &id0));
+    ck_assert_uint_ne(id0, id1);
+    /* each context its own legacy stream: device 1's legacy work and context
+     * synchronize wait for nothing of device 0 (blocking stream, legacy stream) */
+    CUdeviceptr d0, d1;
+    unsigned char h0[64], h1[64], *pin;
+    OK(cuMemAllocHost_v2((void **)&pin, 256));
+    fill(pin, 256, 3);
+    OK(cuMemAlloc_v2(&d0, 128));
+    OK(cuMemcpyHtoDAsync_v2(d0, pin, 64, s0));
+    OK(cuMemcpyHtoDAsync_v2(d0 + 64, pin + 64, 64, NULL));
+    OK(cuCtxSetCurrent(ctx1));
+    OK(cuMemAlloc_v2(&d1, 64));
+    OK(cuMemcpyHtoDAsync_v2(d1, pin + 128, 64, NULL));
+    OK(cuStreamSynchronize(NULL));
+    ck_assert_mem_eq(HP(d1), pin + 128, 64);
+    ck_assert_uint_eq(cusim_pending(), 2);
+    OK(cuCtxSynchronize());
+    ck_assert_uint_eq(cusim_pending(), 2);
+    OK(cuCtxSetCurrent(ctx));
+    OK(cuCtxSynchronize());
+    ck_assert_uint_eq(cusim_pending(), 0);
+    OK(cuMemcpyDtoH_v2(h0, d0, 64));
+    OK(cuMemcpyDtoH_v2(h1, d0 + 64, 64));
+    ck_assert_mem_eq(h0, pin, 64);
+    ck_assert_mem_eq(h1, pin + 64, 64);
+    OK(cuMemFreeHost(pin));
+}
+END_TEST
+
+START_TEST(two_devices_memory)
+{
+    CUdeviceptr d0, d1;
+    int ord = -1;
+    CUcontext owner = NULL;
+    void *pin1;
+    char *reg = aligned_alloc(4096, 4096);
+    setup2();
+    OK(cuMemAlloc_v2(&d0, 256));
+    OK(cuCtxSetCurrent(ctx1));
+    OK(cuMemAlloc_v2(&d1, 256));
+    OK(cuMemAllocHost_v2(&pin1, 256));
+    OK(cuMemHostRegister_v2(reg, 4096, 0));
+    OK(cuPointerGetAttribute(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, d1));
+    ck_assert_int_eq(ord, 1);
+    OK(cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, d1));
+    ck_assert_ptr_eq(owner, ctx1);
+    OK(cuPointerGetAttribute(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, d0));
+    ck_assert_int_eq(ord, 0);
+    /* the end of device 1's primary context takes its memory with it (pending work
+     * runs first); device 0's stays */
+    OK(cuMemsetD8Async(d1, 0x5a, 256, NULL));
+    OK(cuCtxSetCurrent(ctx));
+    OK(cuDevicePrimaryCtxReset_v2(1));
+    unsigned type = 0;
+    ck_assert_int_eq(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, d1), CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, DP(pin1)),
+                     CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, DP(reg)), CUDA_ERROR_INVALID_VALUE);
+    OK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, d0));
+    ck_assert_uint_eq(cusim_errors(), 0);
+    /* a late use of device 1's memory is detected, not performed */
+    ck_assert_int_eq(cuMemcpyDtoDAsync_v2(d0, d1, 64, NULL), CUDA_ERROR_INVALID_VALUE);
+    ck_assert_uint_eq(cusim_errors(), 1);
+    /* registered memory is the program's: unregistered, not freed (registrable again) */
+    reg[0] = 1;
+    OK(cuMemHostRegister_v2(reg, 4096, 0));
+    OK(cuMemHostUnregister(reg));
+    free(reg);
+}
+END_TEST
+
+START_TEST(two_devices_peer_copies)
+{
+    CUdeviceptr d0, d1;
+    CUstream s0;
+    CUcontext dead;
+    unsigned char h[64], *pin;
+    int can = 0;
+    setup2();
+    OK(cuDeviceCanAccessPeer(&can, 0, 1));
+    ck_assert_int_eq(can, 1);
+    OK(cuMemAllocHost_v2((void **)&pin, 64));
+    fill(pin, 64, 9);
+    OK(cuMemAlloc_v2(&d0, 64));
+    OK(cuMemcpyHtoD_v2(d0, pin, 64));
+    OK(cuStreamCreate(&s0, 0));
+    OK(cuCtxSetCurrent(ctx1));
+    OK(cuMemAlloc_v2(&d1, 128));
+    OK(cuCtxSetCurrent(ctx));
+    /* deferred on the stream named, like any copy */
+    OK(cuMemcpyPeerAsync(d1, ctx1, d0, ctx, 64, s0));
+    ck_assert(all(HP(d1), 64, 0));
+    OK(cuStreamSynchronize(s0));
+    ck_assert_mem_eq(HP(d1), pin, 64);
+    /* unified addresses: a device-to-device copy between the devices works too */
+    OK(cuMemcpyDtoDAsync_v2(d1 + 64, d0, 64, s0));
+    OK(cuStreamSynchronize(s0));
+    ck_assert_mem_eq(HP(d1 + 64), pin, 64);
+    /* each side's context must be live, and its device the memory's */
+    ck_assert_int_eq(cuMemcpyPeerAsync(d1, ctx, d0, ctx1, 64, s0), CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(cuMemcpyPeerAsync(d1, NULL, d0, ctx, 64, s0), CUDA_ERROR_INVALID_CONTEXT);
+    ck_assert_int_eq(cuMemcpyPeer(d1, ctx1, d0, (CUcontext)(uintptr_t)0x1234, 64), CUDA_ERROR_INVALID_CONTEXT);
+    OK(cuCtxCreate_v2(&dead, 0, 1));
+    OK(cuCtxDestroy_v2(dead));
+    OK(cuCtxSetCurrent(ctx));
+    ck_assert_int_eq(cuMemcpyPeerAsync(d1, dead, d0, ctx, 64, s0), CUDA_ERROR_INVALID_CONTEXT);
+    /* the synchronous one */
+    OK(cuMemcpyPeer(d0, ctx, d1 + 64, ctx1, 64));
+    OK(cuMemcpyDtoH_v2(h, d0, 64));
+    ck_assert_mem_eq(h, pin, 64);
+    ck_assert_uint_eq(cusim_errors(), 0);
+}
+END_TEST
+
+START_TEST(two_devices_copy_kernel)
+{
+    CUdeviceptr d0, d1;
+    CUstream s0, s1;
+    unsigned char *pin0;
+    struct cb_kparams *p = kp_new();
+    setup2();
+    /* one module per context: device 0's functions do not launch on device 1 */
+    kload();
+    CUfunction f0 = kfn[K40];
+    OK(cuMemAllocHost_v2((void **)&pin0, 128)); /* device 0's context's pinned memory */
+    fill(pin0, 128, 11);
+    OK(cuMemAlloc_v2(&d0, 64));
+    OK(cuStreamCreate(&s0, 0));
+    OK(cuCtxSetCurrent(ctx1));
+    OK(cuMemAlloc_v2(&d1, 64));
+    OK(cuStreamCreate(&s1, 0));
+    kp_add(p, d1, DP(pin0), 64);
+    ck_assert_int_eq(klaunch(f0, p, s1), CUDA_ERROR_INVALID_HANDLE);
+    ck_assert_int_eq(klaunch(f0, p, NULL), CUDA_ERROR_INVALID_HANDLE);
+    kload();
+    ck_assert_ptr_ne(kfn[K40], f0);
+    /* pinned memory of device 0's context is reachable from device 1 (unified addresses) */
+    OK(klaunch(kfn[K40], p, s1));
+    OK(cuStreamSynchronize(s1));
+    ck_assert_mem_eq(HP(d1), pin0, 64);
+    /* device 0's memory is not: a fault, sticky in device 1's context only */
+    p->count = 0;
+    kp_add(p, d0, d1, 64);
+    OK(klaunch(kfn[K40], p, s1));
+    ck_assert_int_eq(cuStreamSynchronize(s1), CUDA_ERROR_ILLEGAL_ADDRESS);
+    ck_assert_uint_eq(cusim_errors(), 1);
+    OK(cuCtxSetCurrent(ctx));
+    OK(cuMemcpyHtoDAsync_v2(d0, pin0 + 64, 64, s0));
+    OK(cuStreamSynchronize(s0));
+    ck_assert_mem_eq(HP(d0), pin0 + 64, 64);
+    OK(cuCtxSynchronize());
+    /* device 1's reset clears it; its module is gone */
+    OK(cuDevicePrimaryCtxReset_v2(1));
+    OK(cuDevicePrimaryCtxRetain(&ctx1, 1));
+    OK(cuCtxSetCurrent(ctx1));
+    OK(cuCtxSynchronize());
+    ck_assert_int_eq(klaunch(kfn[K40], p, NULL), CUDA_ERROR_INVALID_HANDLE);
+    free(p);
+}
+END_TEST
+
 static Suite *sim_suite(void)
 {
     Suite *s = suite_create("sim");
@@ -2044,6 +2250,12 @@ static Suite *sim_suite(void)
     tcase_add_test(k, kernel_capture_replay);
     tcase_add_test(k, kernel_log_format);
     suite_add_tcase(s, k);
+    TCase *two = tcase_create("two_devices");
+    tcase_add_test(two, two_devices_contexts_and_streams);
+    tcase_add_test(two, two_devices_memory);
+    tcase_add_test(two, two_devices_peer_copies);
+    tcase_add_test(two, two_devices_copy_kernel);
+    suite_add_tcase(s, two);
     return s;
 }
 

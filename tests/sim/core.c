@@ -482,6 +482,15 @@ void sim_mem_remove(struct sim_alloc *a, int quarantine)
     free(a);
 }
 
+void sim_mem_drop_ctx(const struct sim_ctx *ctx)
+{
+    for (size_t i = nallocs; i-- > 0;) {
+        struct sim_alloc *a = allocs[i];
+        if (a->ctx == ctx)
+            sim_mem_remove(a, a->kind != MEM_REGISTERED); /* registered memory stays the program's */
+    }
+}
+
 /* ------------------------------------------------------------------ work nodes */
 
 static struct node *nodes; /* pending (not yet finished) nodes, by id; insertion order = id order */

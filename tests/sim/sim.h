@@ -153,6 +153,8 @@ struct sim_alloc *sim_mem_find(const void *p);               /* live allocation 
 int sim_mem_in_quarantine(const void *p, size_t n);          /* p..p+n touches freed memory */
 struct sim_alloc *sim_mem_add(void *base, size_t size, int kind, struct sim_ctx *ctx, unsigned flags);
 void sim_mem_remove(struct sim_alloc *a, int quarantine);     /* drop from registry (and free memory) */
+/* A context's end: every allocation made in it goes (registered memory is unregistered). */
+void sim_mem_drop_ctx(const struct sim_ctx *ctx);
 int sim_mem_live_id(const void *p, size_t n, unsigned long long id); /* range still in buffer id */
 /* p is an alias device address of live registered memory: that allocation (*host: the host
  * address), else NULL. */
