@@ -981,6 +981,149 @@ START_TEST(kernel_chunks_grow)
 }
 END_TEST
 
+/* ---- two devices in one process ------------------------------------------------------------ */
+
+/* The simulated driver with two devices, in each engine configuration. */
+enum { TWO_AUTO, TWO_KERNEL, TWO_BATCH, TWO_CONFIGS };
+static const char *const two_devices[TWO_CONFIGS][3] = {
+    {"CUSIM_DEVICES=2", "CUBATCH_ENGINE=auto", NULL},
+    {"CUSIM_DEVICES=2", "CUBATCH_ENGINE=kernel", NULL},
+    {"CUSIM_DEVICES=2", "CUBATCH_ENGINE=batch", NULL},
+};
+
+/* Lines of the call log that start with `prefix`. */
+static long log_lines(const struct run *r, const char *prefix)
+{
+    long n = 0;
+    size_t pl = strlen(prefix);
+    for (const char *p = r->log; *p;) {
+        n += !strncmp(p, prefix, pl);
+        const char *nl = strchr(p, '\n');
+        if (!nl)
+            break;
+        p = nl + 1;
+    }
+    return n;
+}
+
+/* Both runs of a two-device scenario in configuration cfg: both really used two
+ * devices, no engine call was refused (a copy kernel of the wrong context, a dead
+ * module or stream would be, and then replayed), the engine was the configured
+ * one, and the copy kernel was loaded `loads` times (once per context that used
+ * it; the batch API configuration loads none). */
+static struct pair both_two(const char *scenario, int cfg, long loads)
+{
+    struct pair p = both(scenario, two_devices[cfg]);
+    ck_assert_msg(!strstr(p.plain.out, "two_devices: skipped") && !strstr(p.shim.out, "two_devices: skipped"),
+                  "%s: not run on two devices\n%s", scenario, p.shim.out);
+    STAT_EQ(p.shim, "batch_errors", 0);
+    STAT_EQ(p.shim, "replayed", 0);
+    ck_assert_int_eq(log_lines(&p.shim, LAUNCH " rc="), log_lines(&p.shim, LAUNCH " rc=0 "));
+    ck_assert_int_eq(log_count(&p.shim, "cuModuleLoadData"), cfg == TWO_BATCH ? 0 : loads);
+    ck_assert_int_eq(log_count(&p.plain, "cuModuleLoadData"), 0);
+    if (cfg == TWO_BATCH) {
+        STAT_EQ(p.shim, "kernel_launches", 0);
+        STAT_GE(p.shim, "batches", 1);
+    } else {
+        STAT_GE(p.shim, "kernel_launches", 1);
+    }
+    return p;
+}
+
+START_TEST(two_devices_skip_on_one)
+{
+    /* one device: every two-device scenario says so, with or without cubatch */
+    static const char *const sc[] = {"two_streams", "two_peer", "two_ctxsync", "two_module", "two_release",
+                                     "two_reset"};
+    for (size_t i = 0; i < sizeof sc / sizeof sc[0]; i++) {
+        struct pair p = both(sc[i], NULL);
+        ck_assert_msg(strstr(p.plain.out, "two_devices: skipped (1 device)") &&
+                          strstr(p.shim.out, "two_devices: skipped (1 device)"),
+                      "%s", p.shim.out);
+        STAT_EQ(p.shim, "copies", 0);
+        pair_free(&p);
+    }
+}
+END_TEST
+
+START_TEST(two_devices_streams_and_switches)
+{
+    /* named, non-blocking, legacy and per-thread streams of both devices, a
+     * cuCtxSetCurrent switch every 8 copies */
+    for (int cfg = 0; cfg < TWO_CONFIGS; cfg++) {
+        struct pair p = both_two("two_streams", cfg, 2);
+        STAT_EQ(p.shim, "copies", 2 * 2 * 4 * 64);
+        STAT_GE(p.shim, "deferred", cfg == TWO_BATCH ? 2 * 2 * 3 * 64 - 64 : 2 * 2 * 4 * 64 - 64);
+        if (cfg == TWO_BATCH)
+            STAT_EQ(p.shim, "pass_legacy", 2 * 2 * 64); /* the batch API never runs there */
+        else
+            STAT_GE(p.shim, "legacy_runs", 2);
+        pair_free(&p);
+    }
+}
+END_TEST
+
+START_TEST(two_devices_peer_copies_pass_through)
+{
+    for (int cfg = 0; cfg < TWO_CONFIGS; cfg++) {
+        struct pair p = both_two("two_peer", cfg, 2);
+        /* cuMemcpyDtoDAsync_v2 and cuMemcpyAsync between the devices: each passes,
+         * after the run it reads from went out */
+        STAT_EQ(p.shim, "pass_foreign", 2 * 64);
+        ck_assert_int_eq(log_count(&p.shim, "cuMemcpyPeerAsync"), 2 * 64);
+        ck_assert_int_eq(log_count(&p.shim, "cuMemcpyDtoDAsync_v2"), 64);
+        ck_assert_int_eq(log_count(&p.shim, "cuMemcpyAsync"), 64);
+        LOG_BEFORE(p.shim, cfg == TWO_BATCH ? BATCH : LAUNCH, "cuMemcpyDtoDAsync_v2");
+        STAT_GE(p.shim, "flush_passthrough", 1);
+        pair_free(&p);
+    }
+}
+END_TEST
+
+START_TEST(two_devices_context_synchronize_of_one)
+{
+    /* device 1's runs (a created stream, the legacy stream) open across device
+     * 0's cuCtxSynchronize; later copies on device 1 overwrite what they wrote */
+    for (int cfg = 0; cfg < TWO_CONFIGS; cfg++) {
+        struct pair p = both_two("two_ctxsync", cfg, 2);
+        /* device 0's run and device 1's (and its legacy run, with the kernel) */
+        STAT_GE(p.shim, "flush_context", cfg == TWO_BATCH ? 2 : 3);
+        STAT_GE(p.shim, "deferred", cfg == TWO_BATCH ? 4 * 64 - 8 : 5 * 64 - 8);
+        pair_free(&p);
+    }
+}
+END_TEST
+
+START_TEST(two_devices_kernel_loaded_once_per_context)
+{
+    for (int cfg = 0; cfg < TWO_CONFIGS; cfg++) {
+        struct pair p = both_two("two_module", cfg, 2);
+        ck_assert_int_eq(num_of(&p.shim, "modules_loaded: "), cfg == TWO_BATCH ? 0 : 2);
+        if (cfg != TWO_BATCH)
+            STAT_GE(p.shim, "kernel_launches", 3 * 2 * 2);
+        pair_free(&p);
+    }
+}
+END_TEST
+
+START_TEST(two_devices_primary_context_of_one_goes)
+{
+    /* device 1's primary context goes (last release, reset) with runs open on
+     * both devices: its copies go out first, device 0's runs go on, and device
+     * 1's new primary context loads the copy kernel again (3 loads in all) */
+    static const char *const sc[] = {"two_release", "two_reset"};
+    static const char *const call[] = {"cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxReset_v2"};
+    for (int k = 0; k < 2; k++)
+        for (int cfg = 0; cfg < TWO_CONFIGS; cfg++) {
+            struct pair p = both_two(sc[k], cfg, 3);
+            ck_assert_int_eq(num_of(&p.shim, "device1_active_after: "), 0);
+            LOG_BEFORE(p.shim, cfg == TWO_BATCH ? BATCH : LAUNCH, call[k]);
+            STAT_GE(p.shim, "flush_context", 1);
+            pair_free(&p);
+        }
+}
+END_TEST
+
 /* ---- section 2: the version rule ----------------------------------------------------------- */
 
 static void assert_pass_through(const char *const *env, const char *reason)
@@ -1117,6 +1260,9 @@ int main(void)
                            kernel_only_where_it_may_touch_the_memory, refused_launch_is_replayed, kernel_chunks_grow}},
         {"beside_compute", {host_copies_avoid_a_busy_gpu, finished_compute_lets_the_kernel_take_them,
                             compute_that_leaves_room_or_would_be_waited_for}},
+        {"two_devices", {two_devices_skip_on_one, two_devices_streams_and_switches,
+                         two_devices_peer_copies_pass_through, two_devices_context_synchronize_of_one,
+                         two_devices_kernel_loaded_once_per_context, two_devices_primary_context_of_one_goes}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         TCase *tc = tcase_create(cases[i].name);

@@ -1220,6 +1220,291 @@ static void sc_sm_busy_legacy(void) { sm_scenario(SM_BUSY_LEGACY); }
 static void sc_sm_legacy_compute(void) { sm_scenario(SM_LEGACY_COMPUTE); }
 static void sc_sm_destroyed(void) { sm_scenario(SM_DESTROYED); }
 
+/* ---- two devices in one process ----------------------------------------------------------- */
+
+/* Device 1's primary context (device 0's is g_ctx).  With fewer than two devices
+ * (one real GPU, or the simulated driver without CUSIM_DEVICES=2) every two-device
+ * scenario says so and checks nothing: the same lines with and without cubatch. */
+static CUcontext g_ctx1;
+static CUdevice g_dev1;
+
+static int two_devices(void)
+{
+    int n = 0;
+    CK(cuDeviceGetCount(&n));
+    if (n < 2) {
+        printf("two_devices: skipped (%d device)\n", n);
+        return 0;
+    }
+    CK(cuDeviceGet(&g_dev1, 1));
+    CK(cuDevicePrimaryCtxRetain(&g_ctx1, g_dev1));
+    return 1;
+}
+
+static void on_dev(int dev) { CK(cuCtxSetCurrent(dev ? g_ctx1 : g_ctx)); }
+
+/* The four streams a copy may name (the current context's): a created blocking
+ * stream, a created non-blocking one, the legacy stream, the per-thread stream. */
+enum { K_BLOCKING, K_NONBLOCKING, K_LEGACY, K_PER_THREAD, K_KINDS };
+static void h2d_kind(int kind, CUdeviceptr dst, const void *src, size_t n, CUstream s)
+{
+    if (kind == K_PER_THREAD)
+        CK(cuMemcpyHtoDAsync_v2_ptsz(dst, src, n, NULL));
+    else
+        CK(cuMemcpyHtoDAsync_v2(dst, src, n, kind == K_LEGACY ? NULL : s));
+}
+static void d2h_kind(int kind, void *dst, CUdeviceptr src, size_t n, CUstream s)
+{
+    if (kind == K_PER_THREAD)
+        CK(cuMemcpyDtoHAsync_v2_ptsz(dst, src, n, NULL));
+    else
+        CK(cuMemcpyDtoHAsync_v2(dst, src, n, kind == K_LEGACY ? NULL : s));
+}
+
+/* One device's side of a scenario: memory and streams made in its context. */
+struct dev_side {
+    CUstream s[K_KINDS];
+    unsigned char *in, *out;
+    CUdeviceptr d;
+};
+static void dev_side_init(struct dev_side *x, int dev, size_t bytes, unsigned seed)
+{
+    on_dev(dev);
+    x->s[K_BLOCKING] = mkstream(0);
+    x->s[K_NONBLOCKING] = mkstream(CU_STREAM_NON_BLOCKING);
+    x->s[K_LEGACY] = x->s[K_PER_THREAD] = NULL;
+    x->in = pinned(bytes);
+    x->out = pinned(bytes);
+    fill(x->in, bytes, seed);
+    x->d = devmem(bytes);
+}
+
+/* Copies on each device's four streams, the devices taking turns every 8 copies
+ * (a cuCtxSetCurrent switch each time): host to device, then back, each stream
+ * kind in turn; then each context is synchronized and every byte checked. */
+static void sc_two_streams(void)
+{
+    if (!two_devices())
+        return;
+    enum { T = 8, BYTES = K_KINDS * N * SZ };
+    struct dev_side x[2];
+    for (int dev = 0; dev < 2; dev++)
+        dev_side_init(&x[dev], dev, BYTES, 60 + (unsigned)dev);
+    for (int pass = 0; pass < 2; pass++)
+        for (int kind = 0; kind < K_KINDS; kind++)
+            for (int i = 0; i < N; i += T)
+                for (int dev = 0; dev < 2; dev++) {
+                    on_dev(dev);
+                    for (int j = i; j < i + T; j++) {
+                        size_t off = ((size_t)kind * N + (size_t)j) * SZ;
+                        if (pass == 0)
+                            h2d_kind(kind, x[dev].d + off, x[dev].in + off, SZ, x[dev].s[kind]);
+                        else
+                            d2h_kind(kind, x[dev].out + off, x[dev].d + off, SZ, x[dev].s[kind]);
+                    }
+                }
+    for (int dev = 0; dev < 2; dev++) {
+        on_dev(dev);
+        CK(cuCtxSynchronize());
+        CK(cuStreamSynchronize(x[dev].s[K_NONBLOCKING])); /* a context synchronize covers it too */
+    }
+    expect("device 0, four streams", x[0].out, x[0].in, BYTES);
+    expect("device 1, four streams", x[1].out, x[1].in, BYTES);
+    on_dev(0);
+}
+
+/* Peer copies between the devices, amid runs of their own device's copies on the
+ * same stream: the program's cuMemcpyPeerAsync, and device-to-device copies
+ * through unified addresses (cuMemcpyDtoDAsync_v2, cuMemcpyAsync) whose sides are
+ * on different devices.  Each reads what the stream's run before it wrote. */
+static void sc_two_peer(void)
+{
+    if (!two_devices())
+        return;
+    enum { BYTES = N * SZ };
+    on_dev(1);
+    CUdeviceptr b1 = devmem(BYTES), c1 = devmem(BYTES), u1 = devmem(BYTES), e1 = devmem(BYTES);
+    CUstream s1 = mkstream(0);
+    unsigned char *out1 = pinned(3 * BYTES), *in1 = pinned(BYTES);
+    fill(in1, BYTES, 71);
+    on_dev(0);
+    CUdeviceptr a0 = devmem(BYTES), f0 = devmem(BYTES);
+    CUstream s0 = mkstream(0);
+    unsigned char *in0 = pinned(BYTES), *out0 = pinned(BYTES);
+    fill(in0, BYTES, 70);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyHtoDAsync_v2(a0 + (size_t)i * SZ, in0 + (size_t)i * SZ, SZ, s0));
+    for (int i = 0; i < N; i++) {
+        size_t o = (size_t)i * SZ;
+        CK(cuMemcpyDtoDAsync_v2(b1 + o, a0 + o, SZ, s0));
+        CK(cuMemcpyPeerAsync(c1 + o, g_ctx1, a0 + o, g_ctx, SZ, s0));
+        CK(cuMemcpyAsync(u1 + o, a0 + o, SZ, s0));
+    }
+    CK(cuStreamSynchronize(s0));
+    /* the other way: device 1's run, then its memory copied to device 0's */
+    on_dev(1);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyHtoDAsync_v2(e1 + (size_t)i * SZ, in1 + (size_t)i * SZ, SZ, s1));
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyPeerAsync(f0 + (size_t)i * SZ, g_ctx, e1 + (size_t)i * SZ, g_ctx1, SZ, s1));
+    for (int i = 0; i < N; i++) {
+        size_t o = (size_t)i * SZ;
+        CK(cuMemcpyDtoHAsync_v2(out1 + o, b1 + o, SZ, s1));
+        CK(cuMemcpyDtoHAsync_v2(out1 + BYTES + o, c1 + o, SZ, s1));
+        CK(cuMemcpyDtoHAsync_v2(out1 + 2 * BYTES + o, u1 + o, SZ, s1));
+    }
+    CK(cuStreamSynchronize(s1));
+    expect("peer copy (DtoD)", out1, in0, BYTES);
+    expect("peer copy (cuMemcpyPeerAsync)", out1 + BYTES, in0, BYTES);
+    expect("peer copy (cuMemcpyAsync)", out1 + 2 * BYTES, in0, BYTES);
+    on_dev(0);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(out0 + (size_t)i * SZ, f0 + (size_t)i * SZ, SZ, s0));
+    CK(cuStreamSynchronize(s0));
+    expect("peer copy from device 1", out0, in1, BYTES);
+}
+
+/* Runs open on device 1 (a created non-blocking stream and the legacy stream)
+ * while device 0's context is synchronized; then device 1's stream gets copies
+ * that overwrite what the first run wrote: the later ones must land last.  (Non-
+ * blocking streams, so that no legacy-stream rule flushes a run before.) */
+static void sc_two_ctxsync(void)
+{
+    if (!two_devices())
+        return;
+    enum { BYTES = N * SZ };
+    unsigned char *src1 = malloc(BYTES), *src2 = malloc(BYTES);
+    fill(src1, BYTES, 72);
+    fill(src2, BYTES, 73);
+    on_dev(1);
+    CUdeviceptr d1 = devfilled(src1, BYTES), d2 = devfilled(src2, BYTES);
+    unsigned char *out1 = pinned(BYTES), *outl = pinned(BYTES);
+    CUstream s1 = mkstream(CU_STREAM_NON_BLOCKING);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(out1 + (size_t)i * SZ, d1 + (size_t)i * SZ, SZ, s1));
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(outl + (size_t)i * SZ, d1 + (size_t)i * SZ, SZ, NULL));
+    on_dev(0);
+    struct dev_side x;
+    dev_side_init(&x, 0, BYTES, 74);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyHtoDAsync_v2(x.d + (size_t)i * SZ, x.in + (size_t)i * SZ, SZ, x.s[K_NONBLOCKING]));
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(x.out + (size_t)i * SZ, x.d + (size_t)i * SZ, SZ, x.s[K_NONBLOCKING]));
+    CK(cuCtxSynchronize()); /* device 0's context only */
+    expect("device 0 after its context synchronize", x.out, x.in, BYTES);
+    on_dev(1);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(out1 + (size_t)i * SZ, d2 + (size_t)i * SZ, SZ, s1));
+    CK(cuStreamSynchronize(s1));
+    expect("device 1's stream, later copies last", out1, src2, BYTES);
+    CK(cuStreamSynchronize(NULL));
+    expect("device 1's legacy stream", outl, src1, BYTES);
+    on_dev(0);
+    free(src1);
+    free(src2);
+}
+
+/* Device-to-device and pinned-memory copies on both devices, three rounds; device
+ * 1's first runs go out from device 0's context synchronize (so the copy kernel,
+ * if it takes them, is loaded for device 1 while device 0's context is current).
+ * The facts line says how many modules were loaded (the simulated driver's count;
+ * 0 on a real GPU, where tests/check_rules.c does not run). */
+static void sc_two_module(void)
+{
+    if (!two_devices())
+        return;
+    enum { BYTES = N * SZ };
+    struct dev_side x[2];
+    CUdeviceptr src[2];
+    for (int dev = 0; dev < 2; dev++) {
+        dev_side_init(&x[dev], dev, BYTES, 75 + (unsigned)dev);
+        src[dev] = devfilled(x[dev].in, BYTES);
+    }
+    unsigned long loads = sim_count("cuModuleLoadData");
+    for (int round = 0; round < 3; round++) {
+        for (int dev = 1; dev >= 0; dev--) {
+            on_dev(dev);
+            for (int i = 0; i < N; i++)
+                CK(cuMemcpyDtoDAsync_v2(x[dev].d + (size_t)i * SZ, src[dev] + (size_t)i * SZ, SZ,
+                                        round == 1 ? NULL : x[dev].s[K_BLOCKING]));
+        }
+        CK(cuCtxSynchronize()); /* device 0's: device 1's runs must still be right */
+        for (int dev = 0; dev < 2; dev++) {
+            on_dev(dev);
+            for (int i = 0; i < N; i++)
+                d2h_kind(round == 2 ? K_PER_THREAD : K_NONBLOCKING, x[dev].out + (size_t)i * SZ,
+                         x[dev].d + (size_t)i * SZ, SZ, x[dev].s[K_NONBLOCKING]);
+        }
+        for (int dev = 0; dev < 2; dev++) {
+            on_dev(dev);
+            CK(cuCtxSynchronize());
+            expect("a round on two devices", x[dev].out, x[dev].in, BYTES);
+            memset(x[dev].out, 0, BYTES);
+        }
+    }
+    printf("modules_loaded: %lu\n", sim_count("cuModuleLoadData") - loads);
+    on_dev(0);
+}
+
+/* Runs open on both devices, then device 1's primary context goes (its last
+ * release, or a reset): device 1's copies must reach the driver first, device 0's
+ * runs go on untouched; then device 1 gets a new primary context and copies again. */
+static void two_primary(int reset)
+{
+    if (!two_devices())
+        return;
+    enum { BYTES = N * SZ };
+    struct dev_side x[2];
+    for (int dev = 0; dev < 2; dev++)
+        dev_side_init(&x[dev], dev, BYTES, 77 + (unsigned)dev);
+    on_dev(0);
+    unsigned char *late = pinned(BYTES); /* device 0's: it outlives device 1's context */
+    on_dev(1);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyHtoDAsync_v2(x[1].d + (size_t)i * SZ, x[1].in + (size_t)i * SZ, SZ, x[1].s[K_BLOCKING]));
+    CK(cuStreamSynchronize(x[1].s[K_BLOCKING]));
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(late + (size_t)i * SZ, x[1].d + (size_t)i * SZ, SZ, x[1].s[K_BLOCKING]));
+    on_dev(0);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyHtoDAsync_v2(x[0].d + (size_t)i * SZ, x[0].in + (size_t)i * SZ, SZ, x[0].s[K_BLOCKING]));
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(x[0].out + (size_t)i * SZ, x[0].d + (size_t)i * SZ, SZ, NULL));
+    if (reset)
+        CK(cuDevicePrimaryCtxReset_v2(g_dev1));
+    else
+        CK(cuDevicePrimaryCtxRelease_v2(g_dev1)); /* the only retain: it goes */
+    int active = 1;
+    unsigned flags = 0;
+    CK(cuDevicePrimaryCtxGetState(g_dev1, &flags, &active));
+    printf("device1_active_after: %d\n", active);
+    expect("device 1's copies before its context went", late, x[1].in, BYTES);
+    /* device 0 goes on: more copies on the stream that had a run open */
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyHtoDAsync_v2(x[0].d + (size_t)i * SZ, x[0].out + (size_t)i * SZ, SZ, x[0].s[K_BLOCKING]));
+    CK(cuCtxSynchronize());
+    expect("device 0 beside device 1's context going", x[0].out, x[0].in, BYTES);
+    memset(x[0].out, 0, BYTES);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(x[0].out + (size_t)i * SZ, x[0].d + (size_t)i * SZ, SZ, x[0].s[K_BLOCKING]));
+    CK(cuStreamSynchronize(x[0].s[K_BLOCKING]));
+    expect("device 0 after device 1's context went", x[0].out, x[0].in, BYTES);
+    /* a new primary context on device 1: new streams, memory, and copies */
+    CK(cuDevicePrimaryCtxRetain(&g_ctx1, g_dev1));
+    struct dev_side y;
+    dev_side_init(&y, 1, BYTES, 79);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyHtoDAsync_v2(y.d + (size_t)i * SZ, y.in + (size_t)i * SZ, SZ, NULL));
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(y.out + (size_t)i * SZ, y.d + (size_t)i * SZ, SZ, NULL));
+    CK(cuCtxSynchronize());
+    expect("device 1 in its new primary context", y.out, y.in, BYTES);
+    on_dev(0);
+}
+static void sc_two_release(void) { two_primary(0); }
+static void sc_two_reset(void) { two_primary(1); }
+
 static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"basic", sc_basic},           {"chain", sc_chain},
     {"overwrite", sc_overwrite},   {"query", sc_query},
@@ -1244,6 +1529,8 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"sm_idle_query", sc_sm_idle_query}, {"sm_room", sc_sm_room},         {"sm_busy_d2d", sc_sm_busy_d2d},
     {"sm_busy_legacy", sc_sm_busy_legacy}, {"sm_legacy_compute", sc_sm_legacy_compute},
     {"sm_destroyed", sc_sm_destroyed},
+    {"two_streams", sc_two_streams}, {"two_peer", sc_two_peer}, {"two_ctxsync", sc_two_ctxsync},
+    {"two_module", sc_two_module},   {"two_release", sc_two_release}, {"two_reset", sc_two_reset},
 };
 
 int main(int argc, char **argv)
