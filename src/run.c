@@ -179,13 +179,18 @@ int cb_run_open(struct cb_run *run, CUstream stream)
     if (f->legacy) {
         /* learned above */
     } else if (f->ptds) {
+        /* The owner's stream joins the earlier side submission first, in that
+         * submission's context: the thread may have switched to another
+         * context, whose per-thread stream is another stream. */
+        if (cb_fence_owner_join(f) != CUDA_SUCCESS)
+            return -1;
         if (!cb_drv.cuCtxGetCurrent || cb_drv.cuCtxGetCurrent(&f->ctx) != CUDA_SUCCESS || !f->ctx)
             return -1;
         if (!cb_drv.cuCtxGetDevice || cb_drv.cuCtxGetDevice(&f->device) != CUDA_SUCCESS)
             return -1;
         f->blocking = 1;
         f->owner = run->key.owner;
-        if (cb_fence_owner_join(f) != CUDA_SUCCESS || cb_fence_open(f) != CUDA_SUCCESS)
+        if (cb_fence_open(f) != CUDA_SUCCESS)
             return -1;
     } else {
         unsigned int flags = 0;

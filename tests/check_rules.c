@@ -1034,7 +1034,7 @@ START_TEST(two_devices_skip_on_one)
 {
     /* one device: every two-device scenario says so, with or without cubatch */
     static const char *const sc[] = {"two_streams", "two_peer", "two_ctxsync", "two_module", "two_release",
-                                     "two_reset"};
+                                     "two_reset", "two_ptds_switch"};
     for (size_t i = 0; i < sizeof sc / sizeof sc[0]; i++) {
         struct pair p = both(sc[i], NULL);
         ck_assert_msg(strstr(p.plain.out, "two_devices: skipped (1 device)") &&
@@ -1121,6 +1121,19 @@ START_TEST(two_devices_primary_context_of_one_goes)
             STAT_GE(p.shim, "flush_context", 1);
             pair_free(&p);
         }
+}
+END_TEST
+
+START_TEST(two_devices_per_thread_stream_switching_devices)
+{
+    /* the owner's device 0 per-thread stream must wait for its copies that
+     * another thread side-submitted, after the owner opened a run on device 1 */
+    for (int cfg = 0; cfg < TWO_CONFIGS; cfg++) {
+        struct pair p = both_two("two_ptds_switch", cfg, 2);
+        STAT_GE(p.shim, "side_submits", 1);
+        STAT_GE(p.shim, "deferred", 2 * 64 - 8);
+        pair_free(&p);
+    }
 }
 END_TEST
 
@@ -1262,7 +1275,8 @@ int main(void)
                             compute_that_leaves_room_or_would_be_waited_for}},
         {"two_devices", {two_devices_skip_on_one, two_devices_streams_and_switches,
                          two_devices_peer_copies_pass_through, two_devices_context_synchronize_of_one,
-                         two_devices_kernel_loaded_once_per_context, two_devices_primary_context_of_one_goes}},
+                         two_devices_kernel_loaded_once_per_context, two_devices_primary_context_of_one_goes,
+                         two_devices_per_thread_stream_switching_devices}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         TCase *tc = tcase_create(cases[i].name);

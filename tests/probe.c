@@ -1505,6 +1505,61 @@ static void two_primary(int reset)
 static void sc_two_release(void) { two_primary(0); }
 static void sc_two_reset(void) { two_primary(1); }
 
+/* A thread's per-thread-stream run on device 0 is submitted by another thread
+ * (its legacy-stream work must follow it: cubatch's side stream); the owner then
+ * switches to device 1 and opens a run on its per-thread stream there, switches
+ * back and synchronizes its device 0 per-thread stream: the side-submitted copies
+ * must be done (device 0's stream waits for them, not device 1's). */
+struct switcher {
+    struct xthread x;
+    unsigned char *src, *out1;
+    CUdeviceptr d1;
+};
+static void *ptds_switcher(void *arg)
+{
+    struct switcher *w = arg;
+    on_dev(0);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2_ptsz(w->x.out + (size_t)i * SZ, w->x.d + (size_t)i * SZ, SZ, NULL));
+    stage_set(&w->x, 1);
+    stage_wait(&w->x, 2); /* the other thread's legacy-stream work */
+    on_dev(1);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2_ptsz(w->out1 + (size_t)i * SZ, w->d1 + (size_t)i * SZ, SZ, NULL));
+    on_dev(0);
+    CK(cuStreamSynchronize_ptsz(NULL));
+    expect("device 0's per-thread copies, submitted by another thread", w->x.out, w->src, N * SZ);
+    on_dev(1);
+    CK(cuStreamSynchronize_ptsz(NULL));
+    expect("device 1's per-thread copies", w->out1, w->src, N * SZ);
+    return NULL;
+}
+static void sc_two_ptds_switch(void)
+{
+    if (!two_devices())
+        return;
+    struct switcher w = {{PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, NULL, 0, 0}, malloc(N * SZ),
+                         NULL, 0};
+    fill(w.src, N * SZ, 80);
+    on_dev(1);
+    w.d1 = devfilled(w.src, N * SZ);
+    w.out1 = pinned(N * SZ);
+    on_dev(0);
+    w.x.d = devfilled(w.src, N * SZ);
+    w.x.out = pinned(N * SZ);
+    pthread_t th;
+    pthread_create(&th, NULL, ptds_switcher, &w);
+    stage_wait(&w.x, 1);
+    CUevent ev;
+    CK(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+    CK(cuEventRecord(ev, CU_STREAM_LEGACY)); /* follows the owner's per-thread copies */
+    stage_set(&w.x, 2);
+    pthread_join(th, NULL);
+    CK(cuEventSynchronize(ev));
+    CK(cuEventDestroy_v2(ev));
+    free(w.src);
+}
+
 static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"basic", sc_basic},           {"chain", sc_chain},
     {"overwrite", sc_overwrite},   {"query", sc_query},
@@ -1531,6 +1586,7 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"sm_destroyed", sc_sm_destroyed},
     {"two_streams", sc_two_streams}, {"two_peer", sc_two_peer}, {"two_ctxsync", sc_two_ctxsync},
     {"two_module", sc_two_module},   {"two_release", sc_two_release}, {"two_reset", sc_two_reset},
+    {"two_ptds_switch", sc_two_ptds_switch},
 };
 
 int main(int argc, char **argv)

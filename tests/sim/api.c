@@ -2081,9 +2081,11 @@ static CUresult event_record(struct call *c, CUevent h, CUstream hs, int ptsz)
         return CUDA_ERROR_INVALID_HANDLE;
     if ((rc = resolve_stream(hs, ptsz, &s)))
         return rc;
+    struct sim_event *e = (struct sim_event *)h;
+    if (e->ctx != s->ctx) /* an event of another context (a wait may cross contexts, a record may not) */
+        return CUDA_ERROR_INVALID_HANDLE;
     if ((rc = stream_use(s, &capturing)))
         return rc;
-    struct sim_event *e = (struct sim_event *)h;
     if (capturing) {
         struct gop g = { .kind = GOP_NOP };
         graph_add(s->cap->graph, &g);
@@ -2117,7 +2119,7 @@ static CUresult ctx_record_event(struct call *c, CUcontext hctx, CUevent h)
     } else if ((rc = need_ctx(&ctx))) {
         return rc;
     }
-    if (!sim_handle_ok(h, H_EVENT))
+    if (!sim_handle_ok(h, H_EVENT) || ((struct sim_event *)h)->ctx != ctx)
         return CUDA_ERROR_INVALID_HANDLE;
     for (struct sim_stream *o = ctx->streams; o; o = o->next)
         if (o->cap)

@@ -2033,6 +2033,21 @@ START_TEST(two_devices_contexts_and_streams)
     ck_assert_int_eq(dev, 1);
     OK(cuStreamGetDevice(s0, &dev));
     ck_assert_int_eq(dev, 0);
+    /* an event is recorded only on its own context's streams (a wait may cross) */
+    CUevent e0, e1;
+    OK(cuEventCreate(&e1, 0));
+    OK(cuCtxSetCurrent(ctx));
+    OK(cuEventCreate(&e0, 0));
+    ck_assert_int_eq(cuEventRecord(e1, s0), CUDA_ERROR_INVALID_HANDLE);
+    ck_assert_int_eq(cuEventRecord(e1, NULL), CUDA_ERROR_INVALID_HANDLE);
+    ck_assert_int_eq(cuCtxRecordEvent(ctx, e1), CUDA_ERROR_INVALID_HANDLE);
+    OK(cuEventRecord(e0, s0));
+    OK(cuStreamWaitEvent(s1, e0, 0));
+    OK(cuCtxSetCurrent(ctx1));
+    ck_assert_int_eq(cuEventRecord(e0, s1), CUDA_ERROR_INVALID_HANDLE);
+    OK(cuEventRecord(e1, s1));
+    OK(cuStreamWaitEvent(s0, e1, 0));
+    OK(cuStreamSynchronize(s0));
     /* a per-thread stream per (thread, context) */
     OK(cuStreamGetId_ptsz(NULL, &id1));
     OK(cuCtxSetCurrent(ctx));
