@@ -1,9 +1,14 @@
 /* bench_copies: time N small asynchronous copies through the driver API, as a
  * loop of cuMemcpy*Async calls and as one hand-written cuMemcpyBatchAsync.
  *
- *   bench_copies [-r REPS] [-w WARMUP] [-m MODES] [-b BUSY_US] [-s STREAM] CELL...
+ *   bench_copies [-D DEVICES] [-r REPS] [-w WARMUP] [-m MODES] [-b BUSY_US] [-s STREAM] CELL...
  *
- * Options apply to the CELLs that follow them and may be repeated between cells.
+ * -D (anywhere; default 0) names the devices, a comma list of ordinals: the
+ * whole command runs once per device, at the same time, one thread per device
+ * (its primary context current, its own streams and buffers), every mode of
+ * every cell started together on all of them (a barrier).  With more than one
+ * device the stream column says whose (side@dev1).
+ * Other options apply to the CELLs that follow them and may be repeated between cells.
  *   CELL    DIR:COUNT:SIZE, DIR one of h2d d2h d2d, SIZE in bytes or with a K/M
  *           suffix (e.g. h2d:256:4K)
  *   MODES   comma list (default loop,batch):
@@ -42,6 +47,7 @@
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -74,18 +80,24 @@ static const char *dir_name[] = {"h2d", "d2h", "d2d"};
 
 /* Buffers, grown as cells need.  hsrc holds random bytes; the device source
  * (for d2h, d2d) is a copy of it.  Destinations are hdst (d2h) and ddst. */
-static struct {
+static __thread struct {
     size_t cap;
     unsigned char *hsrc, *hdst;
     CUdeviceptr dsrc, ddst;
 } B;
 
-static CUstream g_s;            /* the stream of the cells being measured */
-static const char *g_sname = "side";
-static CUstream g_side, g_blocking; /* created when first asked for */
+/* Each device's thread has its own of these (-D). */
+static __thread CUstream g_s;            /* the stream of the cells being measured */
+static __thread const char *g_sname = "side";
+static __thread CUstream g_side, g_blocking; /* created when first asked for */
+static __thread CUdeviceptr *g_dsts, *g_srcs;
+static __thread size_t *g_sizes, g_arr_cap;
+static __thread char g_label[32];        /* the stream column: g_sname, or g_sname@devN */
+static __thread int g_devno;
 static batch_fn g_batch;
-static CUdeviceptr *g_dsts, *g_srcs;
-static size_t *g_sizes, g_arr_cap;
+/* -D with more than one device: every mode of every cell starts together */
+static int g_ndevs = 1;
+static pthread_barrier_t g_start;
 
 static double now_us(void)
 {
@@ -220,6 +232,8 @@ static double run_mode(const char *mode, enum dir d, size_t count, size_t size, 
         count = 1;
     ensure(count * size, count);
     prepare_and_check(mode, d, count, size);
+    if (g_ndevs > 1)
+        pthread_barrier_wait(&g_start);
     double *t = malloc(reps * sizeof *t);
     for (int r = -warm; r < reps; r++) {
         CK(cuStreamSynchronize(g_s));
@@ -249,7 +263,11 @@ static double run_mode(const char *mode, enum dir d, size_t count, size_t size, 
         snprintf(extra, sizeof extra, "%.1f", busy_us);
     else
         snprintf(extra, sizeof extra, "%.3f", count * size / s.med / 1e3);  /* GB/s */
-    printf("%s,%s,%s,%zu,%zu,%d,%.2f,%.2f,%.2f,%s\n", mode, g_sname, dir_name[d], count, size,
+    if (g_ndevs > 1)
+        snprintf(g_label, sizeof g_label, "%s@dev%d", g_sname, g_devno);
+    else
+        snprintf(g_label, sizeof g_label, "%s", g_sname);
+    printf("%s,%s,%s,%zu,%zu,%d,%.2f,%.2f,%.2f,%s\n", mode, g_label, dir_name[d], count, size,
            reps, s.med, s.p10, s.p90, extra);
     fflush(stdout);
     return s.med;
@@ -333,58 +351,50 @@ static int parse_cell(const char *arg, enum dir *d, size_t *count, size_t *size)
     return 0;
 }
 
-int main(int argc, char **argv)
+/* The whole command line on one device (this thread's). */
+struct devrun { int argc; char **argv; int dev; int status; };
+
+static void *run_device(void *arg)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: bench_copies [-r REPS] [-w WARMUP] [-m MODES] [-b BUSY_US] "
-                        "[-s side|blocking|legacy|null|ptds] DIR:COUNT:SIZE...\n");
-        return 2;
-    }
-    /* BENCH_SIM=1: allowed to run on tests/sim's simulated driver (to test the
-     * scripts; its times mean nothing) */
-    const char *sim = getenv("BENCH_SIM");
-    if (access("/dev/nvidiactl", F_OK) != 0 && !(sim && !strcmp(sim, "1"))) {
-        fprintf(stderr, "bench_copies: no GPU (/dev/nvidiactl missing)\n");
-        return 77;
-    }
-    int ndev = 0;
-    if (cuInit(0) != CUDA_SUCCESS || cuDeviceGetCount(&ndev) != CUDA_SUCCESS || ndev == 0) {
-        fprintf(stderr, "bench_copies: no usable GPU\n");
-        return 77;
-    }
+    struct devrun *dr = arg;
+    int argc = dr->argc;
+    char **argv = dr->argv;
     CUdevice dev;
     CUcontext ctx;
     char name[128];
     int drv = 0;
-    CK(cuDeviceGet(&dev, 0));
+    g_devno = dr->dev;
+    CK(cuDeviceGet(&dev, dr->dev));
     CK(cuDevicePrimaryCtxRetain(&ctx, dev));
     CK(cuCtxSetCurrent(ctx));
     CK(cuDeviceGetName(name, sizeof name, dev));
     CK(cuDriverGetVersion(&drv));
     select_stream("side");
 
-    CUdriverProcAddressQueryResult st;
-    void *p = NULL;
-    CUresult r = cuGetProcAddress("cuMemcpyBatchAsync", &p, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &st);
-    g_batch = r == CUDA_SUCCESS && st == CU_GET_PROC_ADDRESS_SUCCESS ? (batch_fn)p : NULL;
-
     int (*cb_enabled)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "cubatch_batching_enabled");
     char cpus[256];
     cpu_list(cpus, sizeof cpus);
-    printf("# device %s, driver %d, cuMemcpyBatchAsync %s, cubatch %s, cpus %s\n", name, drv,
+    char ordinal[32] = "";
+    if (g_ndevs > 1 || dr->dev != 0)
+        snprintf(ordinal, sizeof ordinal, " (ordinal %d)", dr->dev);
+    printf("# device %s%s, driver %d, cuMemcpyBatchAsync %s, cubatch %s, cpus %s\n", name, ordinal, drv,
            g_batch ? "found" : "MISSING",
            cb_enabled ? (cb_enabled() ? "loaded, batching" : "loaded, pass-through") : "not loaded",
            cpus);
-    printf("mode,stream,dir,count,size,reps,median_us,p10_us,p90_us,extra\n");
+    if (g_ndevs == 1) /* with several, main printed it before the threads started */
+        printf("mode,stream,dir,count,size,reps,median_us,p10_us,p90_us,extra\n");
+    fflush(stdout);
 
     int reps = 15, warm = 3;
     double busy = 0;
     char modes[128] = "loop,batch";
+    dr->status = 2;
     for (int a = 1; a < argc; a++) {
         const char *o = argv[a];
         if (o[0] == '-' && a + 1 < argc) {
             const char *v = argv[++a];
             switch (o[1]) {
+            case 'D': break; /* main's */
             case 'r': reps = atoi(v); break;
             case 'w': warm = atoi(v); break;
             case 'b': busy = atof(v); break;
@@ -392,14 +402,14 @@ int main(int argc, char **argv)
             case 's':
                 if (select_stream(v) != 0) {
                     fprintf(stderr, "bench_copies: unknown stream '%s' (side, blocking, legacy, null, ptds)\n", v);
-                    return 2;
+                    return dr;
                 }
                 break;
-            default: fprintf(stderr, "bench_copies: unknown option %s\n", o); return 2;
+            default: fprintf(stderr, "bench_copies: unknown option %s\n", o); return dr;
             }
             if (reps < 1 || warm < 0) {
                 fprintf(stderr, "bench_copies: bad -r/-w\n");
-                return 2;
+                return dr;
             }
             continue;
         }
@@ -407,7 +417,7 @@ int main(int argc, char **argv)
         size_t count, size;
         if (parse_cell(o, &d, &count, &size) != 0) {
             fprintf(stderr, "bench_copies: bad cell '%s' (want DIR:COUNT:SIZE)\n", o);
-            return 2;
+            return dr;
         }
         double batch_med = 0;
         char list[128], *save = NULL;
@@ -416,7 +426,7 @@ int main(int argc, char **argv)
             if (strcmp(m, "loop") && strcmp(m, "batch") && strcmp(m, "single") &&
                 strcmp(m, "overlap") && strcmp(m, "enqueue")) {
                 fprintf(stderr, "bench_copies: unknown mode '%s'\n", m);
-                return 2;
+                return dr;
             }
             int needs_batch = !strcmp(m, "batch") || (!strcmp(m, "overlap") && busy <= 0);
             if (needs_batch && !g_batch) {
@@ -454,5 +464,86 @@ int main(int argc, char **argv)
     if (g_blocking)
         CK(cuStreamDestroy(g_blocking));
     CK(cuDevicePrimaryCtxRelease(dev));
-    return 0;
+    dr->status = 0;
+    return dr;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: bench_copies [-D DEVICES] [-r REPS] [-w WARMUP] [-m MODES] [-b BUSY_US] "
+                        "[-s side|blocking|legacy|null|ptds] DIR:COUNT:SIZE...\n");
+        return 2;
+    }
+    /* BENCH_SIM=1: allowed to run on tests/sim's simulated driver (to test the
+     * scripts; its times mean nothing) */
+    const char *sim = getenv("BENCH_SIM");
+    if (access("/dev/nvidiactl", F_OK) != 0 && !(sim && !strcmp(sim, "1"))) {
+        fprintf(stderr, "bench_copies: no GPU (/dev/nvidiactl missing)\n");
+        return 77;
+    }
+    int ndev = 0;
+    if (cuInit(0) != CUDA_SUCCESS || cuDeviceGetCount(&ndev) != CUDA_SUCCESS || ndev == 0) {
+        fprintf(stderr, "bench_copies: no usable GPU\n");
+        return 77;
+    }
+    enum { MAXDEV = 16 };
+    int devs[MAXDEV] = {0};
+    const char *dlist = "0";
+    for (int a = 1; a + 1 < argc; a++)
+        if (!strcmp(argv[a], "-D"))
+            dlist = argv[a + 1];
+    g_ndevs = 0;
+    for (const char *p = dlist; *p;) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 0 || g_ndevs == MAXDEV || (*end && *end != ',')) {
+            fprintf(stderr, "bench_copies: bad -D '%s' (want ordinals like 0,1)\n", dlist);
+            return 2;
+        }
+        for (int i = 0; i < g_ndevs; i++)
+            if (devs[i] == (int)v) {
+                fprintf(stderr, "bench_copies: device %ld named twice in -D\n", v);
+                return 2;
+            }
+        if (v >= ndev) {
+            fprintf(stderr, "bench_copies: no device %ld (%d visible)\n", v, ndev);
+            return 77;
+        }
+        devs[g_ndevs++] = (int)v;
+        p = *end ? end + 1 : end;
+    }
+    if (g_ndevs == 0) {
+        fprintf(stderr, "bench_copies: bad -D '%s' (want ordinals like 0,1)\n", dlist);
+        return 2;
+    }
+
+    CUdriverProcAddressQueryResult st;
+    void *p = NULL;
+    CUresult r = cuGetProcAddress("cuMemcpyBatchAsync", &p, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &st);
+    g_batch = r == CUDA_SUCCESS && st == CU_GET_PROC_ADDRESS_SUCCESS ? (batch_fn)p : NULL;
+
+    struct devrun dr[MAXDEV];
+    for (int i = 0; i < g_ndevs; i++)
+        dr[i] = (struct devrun){argc, argv, devs[i], 2};
+    if (g_ndevs == 1) {
+        run_device(&dr[0]);
+        return dr[0].status;
+    }
+    printf("mode,stream,dir,count,size,reps,median_us,p10_us,p90_us,extra\n");
+    pthread_barrier_init(&g_start, NULL, (unsigned)g_ndevs);
+    pthread_t th[MAXDEV];
+    for (int i = 0; i < g_ndevs; i++)
+        if (pthread_create(&th[i], NULL, run_device, &dr[i]) != 0) {
+            fprintf(stderr, "bench_copies: cannot start a thread\n");
+            return 1;
+        }
+    int status = 0;
+    for (int i = 0; i < g_ndevs; i++) {
+        pthread_join(th[i], NULL);
+        if (dr[i].status > status)
+            status = dr[i].status;
+    }
+    pthread_barrier_destroy(&g_start);
+    return status;
 }

@@ -23,7 +23,7 @@ mkdir -p "$out"
 set -x
 # The stub only satisfies the linker; at run time the real libcuda.so.1 loads.
 ${CC:-cc} -std=c11 -O2 -Wall -Wextra -I"$cuda/include" "$src/bench_copies.c" \
-    -o "$out/bench_copies" -L"$stubs" -lcuda -ldl
+    -o "$out/bench_copies" -L"$stubs" -lcuda -ldl -pthread
 # shellcheck disable=SC2086
 "$nvcc" -std=c++17 -O2 $gencode -Xcompiler -Wall,-Wextra "$src/kv_swap.cu" -o "$out/kv_swap"
 # shellcheck disable=SC2086

@@ -16,4 +16,4 @@ EXTRA_DIST += \
 	tests/gpu/run-probe.sh \
 	tests/gpu/soak.sh \
 	tests/gpu/torch_soak.py \
-	tests/gpu/two_gpu.py
+	tests/gpu/two_gpu.py tests/gpu/run-two-gpu.sh
