@@ -55,8 +55,8 @@ CUresult cb_marker_record(int hook, int ptsz, CUevent e, CUstream s, unsigned in
     CUresult rc = CUDA_SUCCESS;
     struct cb_event *ev = cb_event_find(e);
     struct cb_run *run = cb_run_find(&key);
-    int defer = ev && !(ev->flags & CU_EVENT_INTERPROCESS) && flags == 0 && run && run->q.n > 0 &&
-                !cb_flush_closed() && !cb_flush_paused() && ev->ctx == run->facts.ctx &&
+    int safe = ev && !(ev->flags & CU_EVENT_INTERPROCESS) && flags == 0 && !cb_flush_closed() && !cb_flush_paused();
+    int defer = safe && run && run->q.n > 0 && ev->ctx == run->facts.ctx &&
                 (sk == CB_SK_CREATED || cur == run->facts.ctx);
     /* A new record of the event: its older one must reach the driver first. */
     if (ev && ev->run && !(defer && ev->run == run))
@@ -75,7 +75,10 @@ CUresult cb_marker_record(int hook, int ptsz, CUevent e, CUstream s, unsigned in
         }
     }
     cb_runs_unlock();
-    return first_error(rc, cb_flush_stream(s, ptsz, CB_WHY_flush_stream));
+    /* Not queued (an empty run, say: the record right after a burst's first
+     * copy).  A record that could have been does not end the burst either, so
+     * that copy, record, copy, record... still batches. */
+    return first_error(rc, cb_flush_stream(s, ptsz, safe ? CB_WHY_flush_wait : CB_WHY_flush_stream));
 }
 
 CUresult cb_event_observe(CUevent a, CUevent b)
@@ -145,8 +148,7 @@ void cb_event_forget(CUevent e, CUresult rc)
     if (rc != CUDA_SUCCESS || !e || cb_runs_locked_here())
         return;
     cb_runs_lock();
-    flush_holder(e); /* a record another thread queued meanwhile: not held back */
-    cb_event_drop(e);
+    cb_event_drop(e); /* its handle may come back for another event */
     cb_runs_unlock();
 }
 
