@@ -60,6 +60,31 @@ CUresult cb_loop_engine_submit(const struct cb_copies *c, size_t off, size_t n, 
     return first;
 }
 
+/* A marker keeps its row's id in an unsigned char, as a queued copy does. */
+#define CB_ID_FITS_MARKER(name) _Static_assert(CB_ID_##name < 256, #name ": its hook id must fit a marker's byte");
+#define CB_ID_FITS_COPY(name) _Static_assert(CB_ID_##name < 256, #name ": its hook id must fit a copy's byte");
+#define CB_HOOK(name, ptsz, action, aarg, params, args) CB_ID_FITS_##action(name)
+#define CB_ID_FITS_STREAM(name)
+#define CB_ID_FITS_STREAM2(name)
+#define CB_ID_FITS_CAPTURE_BEGIN(name)
+#define CB_ID_FITS_CAPTURE_END(name)
+#define CB_ID_FITS_STREAM_FREE(name)
+#define CB_ID_FITS_DESTROY_STREAM(name)
+#define CB_ID_FITS_CONTEXT(name)
+#define CB_ID_FITS_FREE(name)
+#define CB_ID_FITS_DESTROY_CTX(name)
+#define CB_ID_FITS_PRIMARY_CTX(name)
+#define CB_ID_FITS_RESOLVER(name)
+#define CB_ID_FITS_EVENT(name)
+#define CB_ID_FITS_EVENT_FORGET(name)
+#define CB_ID_FITS_EVENT_CREATE(name)
+#define CB_ID_FITS_EVENT_FOREIGN(name)
+#define CB_ID_FITS_WAIT(name)
+#define CB_ID_FITS_GRAPH_LAUNCH(name)
+#define CB_ID_FITS_LAUNCH_CONFIG(name)
+#include "hooks.def"
+#undef CB_HOOK
+
 /* A marker is recorded through the entry point the program called, with the
  * row's own argument list (its parameter names bound to the marker's values). */
 static CUresult record_marker(const struct cb_marker *m, CUstream stream)

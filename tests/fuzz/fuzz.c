@@ -996,6 +996,19 @@ static void generate(uint64_t seed, int len)
                 }
             }
         }
+        if (burst && pct(12)) {
+            /* an event record between the burst's copies: a marker in its run
+             * (rule 11), observed later by any stream or thread, or recorded again */
+            memset(o, 0, sizeof *o);
+            o->w = -1;
+            o->type = O_EREC;
+            o->e = (int)rn(NEV);
+            o->s = bt.s;
+            pick_handle(o, bt.s);
+            if (try_op(o) == 0)
+                g_nops++;
+            continue;
+        }
         if (burst) {
             size_t lim = g_m.size[bt.a] < g_m.size[bt.b] ? g_m.size[bt.a] : g_m.size[bt.b];
             size_t k = lim / bt.n, i = (size_t)bi++;
