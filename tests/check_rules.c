@@ -1025,6 +1025,20 @@ START_TEST(jax_host_to_device_stream_batches)
 }
 END_TEST
 
+START_TEST(set_enabled_flushes_then_passes_through)
+{
+    /* off after 64 copies: those go out at once (one batch), the next 64 pass
+     * through one by one; on again: the last 64 batch (their first at once) */
+    struct pair p = both("set_enabled", NULL);
+    ck_assert_int_eq(num_of(&p.shim, "batches_after_set_enabled_0: "), 1);
+    ck_assert_int_eq(num_of(&p.shim, "batches_after_set_enabled_1: "), 1);
+    STAT_EQ(p.shim, "pass_disabled", 64);
+    STAT_EQ(p.shim, "deferred", 63 + 63);
+    STAT_EQ(p.shim, "batches", 2);
+    pair_free(&p);
+}
+END_TEST
+
 /* ---- section 2: the version rule ----------------------------------------------------------- */
 
 static void assert_pass_through(const char *const *env, const char *reason)
@@ -1157,7 +1171,7 @@ int main(void)
         {"interposition", {every_path_reaches_the_right_wrapper}},
         {"markers", {records_join_the_run, every_observer_submits_the_marker,
                      markers_of_other_threads_and_the_legacy_stream, records_others_may_see_pass_through,
-                     jax_host_to_device_stream_batches}},
+                     jax_host_to_device_stream_batches, set_enabled_flushes_then_passes_through}},
         {"kernel_engine", {kernel_runs_the_runs, kernel_keeps_every_rule, kernel_batches_the_legacy_stream,
                            legacy_runs_go_before_blocking_work, capture_begins_after_legacy_runs,
                            nothing_deferred_on_legacy_while_capturing,

@@ -1418,6 +1418,28 @@ static void sc_marker_timer(void)
     marker_check(&m, "after cuEventSynchronize");
 }
 
+/* cubatch_set_enabled (include/cubatch.h), found as a program finds it: 0
+ * submits what is queued at once, then copies pass through; 1 defers again. */
+static void sc_set_enabled(void)
+{
+    int (*set)(int) = (int (*)(int))dlsym(RTLD_DEFAULT, "cubatch_set_enabled");
+    unsigned char *src = malloc(3 * N * SZ), *out = pinned(3 * N * SZ);
+    fill(src, 3 * N * SZ, 56);
+    CUdeviceptr d = devfilled(src, 3 * N * SZ);
+    CUstream s = mkstream(CU_STREAM_NON_BLOCKING);
+    for (int part = 0; part < 3; part++) {
+        for (int i = part * N; i < (part + 1) * N; i++)
+            CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * SZ, d + (size_t)i * SZ, SZ, s));
+        if (set && part < 2) {
+            printf("set_enabled_returned: %d\n", set(part)); /* off after the first part, on after the second */
+            printf("batches_after_set_enabled_%d: %lu\n", part, sim_count("cuMemcpyBatchAsync_v2"));
+        }
+    }
+    CK(cuStreamSynchronize(s));
+    expect("copies on, off and on again", out, src, 3 * N * SZ);
+    free(src);
+}
+
 /* JAX device_put of a pytree, as recorded on an H200 (DESIGN.md section 5): on
  * the host-to-device stream, between consecutive copies, nothing (about half
  * the gaps), one or two event records, or records then a wait for an event of
@@ -1505,7 +1527,7 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"marker_launch_config", sc_marker_launch_config}, {"marker_graph_launch", sc_marker_graph_launch},
     {"marker_interprocess", sc_marker_interprocess}, {"marker_external", sc_marker_external},
     {"marker_ptds", sc_marker_ptds},   {"marker_legacy", sc_marker_legacy}, {"marker_timer", sc_marker_timer},
-    {"jax", sc_jax},
+    {"jax", sc_jax},                   {"set_enabled", sc_set_enabled},
 };
 
 int main(int argc, char **argv)
