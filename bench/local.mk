@@ -10,6 +10,7 @@ EXTRA_DIST += \
 	bench/campaign.sh \
 	bench/open-questions.sh \
 	bench/torch_foreach.py \
+	bench/inproc_ab.py \
 	bench/test_report.py \
 	bench/load_bench.cu \
 	bench/run-load.sh \
