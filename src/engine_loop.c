@@ -84,6 +84,8 @@ CUresult cb_loop_engine_submit(const struct cb_copies *c, size_t off, size_t n, 
 #define CB_ID_FITS_WAIT(name)
 #define CB_ID_FITS_GRAPH_LAUNCH(name)
 #define CB_ID_FITS_LAUNCH_CONFIG(name)
+#define CB_ID_FITS_LAUNCH(name)
+#define CB_ID_FITS_CTX_SYNC(name)
 #include "hooks.def"
 #undef CB_HOOK
 
@@ -120,6 +122,8 @@ static CUresult record_marker(const struct cb_marker *m, CUstream stream)
 #define CB_RECORD_WAIT CB_RECORD_OTHER
 #define CB_RECORD_GRAPH_LAUNCH CB_RECORD_OTHER
 #define CB_RECORD_LAUNCH_CONFIG CB_RECORD_OTHER
+#define CB_RECORD_LAUNCH CB_RECORD_OTHER
+#define CB_RECORD_CTX_SYNC CB_RECORD_OTHER
 #include "hooks.def"
 #undef CB_HOOK
     default:
