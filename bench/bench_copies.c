@@ -25,6 +25,10 @@
  *              fixed -b to compare processes (and on the legacy stream)
  *     enqueue  only the COUNT calls (no sync inside the timed region); the
  *              extra column is the cost per call in ns
+ *     events1  the loop with one cuEventRecord after each copy, each copy its
+ *              own event (how TensorRT-LLM's KV-cache transfers, XLA and code
+ *              tracking each buffer's readiness issue copies), then the sync
+ *     events2  the same with two records after each copy (two events a copy)
  *   STREAM  the stream of the cells that follow (default side):
  *     side      a created stream, CU_STREAM_NON_BLOCKING
  *     blocking  a created stream, flags 0 (synchronises with the legacy stream)
@@ -160,6 +164,33 @@ static void loop(enum dir d, size_t count, size_t size)
         copy_one(d, i, size);
 }
 
+/* events1/events2: every copy followed by `per` records of its own events */
+static __thread CUevent *g_events; /* each device thread's own (events are per context) */
+static __thread size_t g_nevents;
+static void loop_events(enum dir d, size_t count, size_t size, int per)
+{
+    size_t need = count * (size_t)per;
+    if (need > g_nevents) {
+        g_events = realloc(g_events, need * sizeof *g_events);
+        if (!g_events) {
+            fprintf(stderr, "bench_copies: out of memory\n");
+            exit(1);
+        }
+        for (size_t i = g_nevents; i < need; i++)
+            CK(cuEventCreate(&g_events[i], CU_EVENT_DISABLE_TIMING));
+        g_nevents = need;
+    }
+    for (size_t i = 0; i < count; i++) {
+        copy_one(d, i, size);
+        for (int k = 0; k < per; k++)
+            CK(cuEventRecord(g_events[i * (size_t)per + (size_t)k], g_s));
+    }
+}
+static int events_per_copy(const char *mode)
+{
+    return !strcmp(mode, "events1") ? 1 : !strcmp(mode, "events2") ? 2 : 0;
+}
+
 static void batch(enum dir d, size_t count, size_t size)
 {
     CUmemcpyAttributes attr;
@@ -194,6 +225,8 @@ static void prepare_and_check(const char *mode, enum dir d, size_t count, size_t
         CK(cuMemsetD8Async(B.ddst, 0xa5, n, g_s));
     if (strcmp(mode, "batch") == 0)
         batch(d, count, size);
+    else if (events_per_copy(mode))
+        loop_events(d, count, size, events_per_copy(mode));
     else
         loop(d, count, size);
     CK(cuStreamSynchronize(g_s));
@@ -240,6 +273,8 @@ static double run_mode(const char *mode, enum dir d, size_t count, size_t size, 
         double t0 = now_us(), t1;
         if (is_batch)
             batch(d, count, size);
+        else if (events_per_copy(mode))
+            loop_events(d, count, size, events_per_copy(mode));
         else
             loop(d, count, size);
         if (is_enq) {
@@ -424,7 +459,7 @@ static void *run_device(void *arg)
         snprintf(list, sizeof list, "%s", modes);
         for (char *m = strtok_r(list, ",", &save); m; m = strtok_r(NULL, ",", &save)) {
             if (strcmp(m, "loop") && strcmp(m, "batch") && strcmp(m, "single") &&
-                strcmp(m, "overlap") && strcmp(m, "enqueue")) {
+                strcmp(m, "overlap") && strcmp(m, "enqueue") && !events_per_copy(m)) {
                 fprintf(stderr, "bench_copies: unknown mode '%s'\n", m);
                 return dr;
             }

@@ -281,6 +281,12 @@ def main():
                  "ideal is max(copies, busy).  This must never be slower than the plain loop.",
                  show_busy=True)
 
+    simple_table("Copies with event records, then sync (µs)", "events",
+                 order(d.keys(part="copies", mode=("events1", "events2"))),
+                 "The loop with one (`events1`, 1024 × 4 KiB) or two (`events2`, 256 × 4 KiB) "
+                 "cuEventRecord after each copy, each copy its own events: the records join "
+                 "the run as markers (rule 11).  Targets: ≥ 8× and ≥ 5×.")
+
     # enqueue: ns per call (extra column), plus the time ratio
     enq = order(d.keys(part="copies", mode=("enqueue",)))
     enq_summary = []

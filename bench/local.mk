@@ -10,11 +10,13 @@ EXTRA_DIST += \
 	bench/campaign.sh \
 	bench/open-questions.sh \
 	bench/torch_foreach.py \
+	bench/inproc_ab.py \
 	bench/test_report.py \
 	bench/load_bench.cu \
 	bench/run-load.sh \
 	bench/load_report.py \
 	bench/torch_load.py \
+	bench/copy_path.c \
 	bench/local.mk
 EXTRA_DIST += bench/RESULTS.md bench/quick-extras.sh tools/mutants.py
 # CPU only: dlopen/dlsym from threads, plain and preloaded (bench/dl_threads.c is

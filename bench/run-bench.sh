@@ -21,7 +21,9 @@
 #           1024 x 256 B: the loop, and the hand batch in plain/plain2), then the
 #           extras: one copy + sync (4K, each direction), copies then CPU work
 #           (overlap: h2d 64x4K and 256x4K, d2h 64x4K, fixed busy times), enqueue
-#           cost (h2d, d2h 1024x4K), the loop on the legacy default stream (d2h
+#           cost (h2d, d2h 1024x4K), copies with event records (events1: h2d
+#           1024x4K, one record after each copy; events2: h2d 256x4K, two; each
+#           copy its own events), the loop on the legacy default stream (d2h
 #           64x4K, h2d 1024x4K; no hand batch there) and on the per-thread stream
 #   torch   bench/torch_foreach.py, one process per round and configuration (not
 #           kernel: PyTorch takes seconds to import), every CPU setting inside it
@@ -133,6 +135,7 @@ extras() {
     echo -m single h2d:1:4K d2h:1:4K d2d:1:4K \
         -m overlap -b 100 h2d:64:4K -b 420 h2d:256:4K -b 60 d2h:64:4K -b 0 \
         -m enqueue h2d:1024:4K d2h:1024:4K \
+        -m events1 h2d:1024:4K -m events2 h2d:256:4K \
         -s legacy -m loop d2h:64:4K h2d:1024:4K \
         -s ptds -m "loop$hand" d2h:64:4K h2d:1024:4K -s side
 }

@@ -21,3 +21,9 @@ CB_EXPORT size_t cubatch_stats_json(char *buf, size_t len)
     cb_init();
     return cb_stats_json(buf, len);
 }
+
+CB_EXPORT int cubatch_set_enabled(int enabled)
+{
+    cb_init();
+    return (int)cb_flush_set_enabled(enabled != 0);
+}

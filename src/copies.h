@@ -15,6 +15,18 @@ struct cb_copies {
     size_t n, cap;
     int kernel_ok;        /* every copy may be executed by the copy kernel */
     int has_host;         /* some copy reads or writes host memory (the copy engines may take it) */
+    /* Event records queued after some of these copies (rule 11), in record
+     * order; each goes out after every copy of the submission that carries it. */
+    struct cb_marker *marks;
+    size_t nmarks, capmarks;
+};
+
+/* An event record the program made on the run's stream (events.c queues it). */
+struct cb_marker {
+    CUevent ev;
+    CUstream stream;      /* the stream argument as the program passed it */
+    unsigned int flags;   /* the record's flags (0: only default records are queued) */
+    unsigned char hook;   /* the entry point it came through (a MARKER row) */
 };
 
 /* A per-thread default stream's fences (rule 4): events that order a

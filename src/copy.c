@@ -102,7 +102,7 @@ static int defer(struct cb_copy_req *rq, CUresult *rc)
     cb_runs_lock();
     /* Whatever happens to this copy, it follows what rule 3 orders it after. */
     *rc = cb_flush_cross_locked(rq->stream, rq->sk);
-    if (cb_flush_closed()) {
+    if (cb_flush_closed() || cb_flush_paused()) {
         why = CB_ST_pass_disabled;
         goto pass;
     }
@@ -210,8 +210,8 @@ CUresult cb_copy(int hook, int ptsz, enum cb_direction entry_dir, CUdeviceptr ds
     struct cb_tstats *t = cb_stats_thread();
     cb_bump(&t->calls[hook], 1);
     cb_bump(&t->v[CB_ST_copies], 1);
-    if (!cb_batching) {
-        cb_bump(&t->v[cb_opt(CB_OPT_enable) ? CB_ST_pass_version : CB_ST_pass_disabled], 1);
+    if (!cb_batching || cb_flush_paused()) {
+        cb_bump(&t->v[!cb_batching && cb_opt(CB_OPT_enable) ? CB_ST_pass_version : CB_ST_pass_disabled], 1);
         cb_bump(&t->v[CB_ST_copies_unknown], 1);
         return cb_issue_copy(hook, dst, src, bytes, stream);
     }

@@ -21,6 +21,14 @@
 #define CB_IS_COPY_DESTROY_CTX 0
 #define CB_IS_COPY_PRIMARY_CTX 0
 #define CB_IS_COPY_RESOLVER 0
+#define CB_IS_COPY_MARKER 0
+#define CB_IS_COPY_EVENT 0
+#define CB_IS_COPY_EVENT_FORGET 0
+#define CB_IS_COPY_EVENT_CREATE 0
+#define CB_IS_COPY_EVENT_FOREIGN 0
+#define CB_IS_COPY_WAIT 0
+#define CB_IS_COPY_GRAPH_LAUNCH 0
+#define CB_IS_COPY_LAUNCH_CONFIG 0
 
 const struct cb_hook_row cb_hook_rows[CB_HOOK_COUNT] = {
 #define CB_HOOK(name, ptsz, action, aarg, params, args) {#name, ptsz, CB_IS_COPY_##action},

@@ -15,7 +15,10 @@
  * first engine of the table that takes a run executes it.
  *
  * Another thread's per-thread default stream cannot be named: its run goes to
- * the side stream, fenced (ptds.c). */
+ * the side stream, fenced (ptds.c).
+ *
+ * The run's markers (event records the program made while it was open) go out
+ * after all of its copies, on the same stream, in record order (rule 11). */
 #include "engine.h"
 #include "copy_kernel.h"
 #include "smwork.h"
@@ -226,6 +229,9 @@ static CUresult submit_side(const struct cb_copies *c, struct cb_stream_facts *f
     if (!side)
         return begun;
     CUresult sub = submit_on(c, f, side);
+    CUresult mk = cb_loop_engine_markers(c, side); /* rule 11: after every copy, before the join */
+    if (sub == CUDA_SUCCESS)
+        sub = mk;
     CUresult end = cb_side_end(f, side, begun, &g);
     return sub != CUDA_SUCCESS ? sub : end;
 }
@@ -241,6 +247,9 @@ CUresult cb_engine_submit(const struct cb_copies *c, struct cb_stream_facts *f, 
         cb_log(CB_LOG_WARN, "cannot make the run's context current (%d); submitting anyway", (int)rc);
     }
     rc = submit_on(c, f, NULL);
+    CUresult mk = cb_loop_engine_markers(c, NULL); /* rule 11: after every copy */
+    if (rc == CUDA_SUCCESS)
+        rc = mk;
     cb_fence_release(f);
     cb_ctx_leave(&g);
     return rc;

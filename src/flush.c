@@ -11,19 +11,31 @@ static int cb_closed; /* after the final flush at exit: nothing more is deferred
 
 int cb_flush_closed(void) { return cb_closed; }
 
+
 CUresult cb_flush_run(struct cb_run *run, enum cb_flush_why why)
 {
     CUresult rc = CUDA_SUCCESS;
     /* A call naming the stream, a context-wide one, the timer or exit end the
      * burst: the stream's next copy is the first of a new one.  A hazard, a
-     * chunk or a copy passing through do not. */
-    if (why != CB_WHY_flush_hazard && why != CB_WHY_flush_full && why != CB_WHY_flush_passthrough)
+     * chunk or a copy passing through do not; nor does a stream wait.  A wait
+     * must flush (rule 11: moved before earlier copies, it could make a kernel
+     * elsewhere spin forever on a flag one of them sets), but it says nothing
+     * about the program's pace: frameworks put one between groups of copies
+     * (JAX's host-to-device stream: copy, records, wait, copy, ...), and were
+     * the copy after each wait to go out alone as a burst's first, most of
+     * theirs would.  The copy after a wait joins a new run at once instead; an
+     * isolated one waits at most for the timer's first look (CUBATCH_FLUSH_US).
+     * Event records do not end the burst either: they join the run (marker.c). */
+    if (why != CB_WHY_flush_hazard && why != CB_WHY_flush_full && why != CB_WHY_flush_passthrough &&
+        why != CB_WHY_flush_wait)
         run->warm = 0;
     if (why != CB_WHY_flush_full)
         run->chunks = 0;
     int owner = cb_run_is_owner(run);
     if (run->q.n > 0) {
         cb_bump(&cb_stats_thread()->v[cb_flush_stat(why)], 1);
+        if (why != CB_WHY_flush_full)
+            cb_stat_run_ended(); /* the call this thread is in, if any */
         if (run->facts.legacy)
             CB_COUNT(legacy_runs);
         rc = cb_engine_submit(&run->q, &run->facts, owner);
@@ -269,6 +281,24 @@ void cb_flush_exit(void)
     flush_matching(CB_ALL_RUNS, CB_WHY_flush_exit);
     cb_closed = 1;
     cb_runs_unlock();
+}
+
+/* cubatch_set_enabled(0): copies pass through (copy.c reads this on the copy
+ * path and again under the run lock, so that none joins a run after the flush
+ * below). */
+static atomic_int cb_paused;
+
+int cb_flush_paused(void) { return atomic_load_explicit(&cb_paused, memory_order_acquire); }
+
+CUresult cb_flush_set_enabled(int on)
+{
+    atomic_store(&cb_paused, !on);
+    if (on || cb_runs_locked_here())
+        return CUDA_SUCCESS;
+    cb_runs_lock();
+    CUresult rc = flush_matching(CB_ALL_RUNS, CB_WHY_flush_exit);
+    cb_runs_unlock();
+    return rc;
 }
 
 void cb_flush_atfork_prepare(void)

@@ -18,6 +18,9 @@ static inline CUresult cb_finish(CUresult flush_rc, CUresult rc)
 #define CB_ENTER(name) \
     cb_init();         \
     cb_bump(&cb_stats_thread()->calls[CB_ID_##name], 1)
+/* Which call a flush happens in: the report's runs-ended table (stats.c). */
+#define CB_IN(name) int cb_prev_hook_ = cb_hook_enter(CB_ID_##name)
+#define CB_OUT() cb_hook_leave(cb_prev_hook_)
 #define CB_FORWARD(name, args) (CB_REAL(name) ? CB_REAL(name) args : cb_absent(CB_ID_##name))
 
 /* The pointers of a copy entry, as the library handles them. */
@@ -26,7 +29,10 @@ static inline CUresult cb_finish(CUresult flush_rc, CUresult rc)
     CB_EXPORT CUresult CUDAAPI name params           \
     {                                                \
         cb_init();                                   \
-        return cb_copy(CB_ID_##name, ptsz, CB_COPY_ARGS aarg); \
+        CB_IN(name);                                 \
+        CUresult r_ = cb_copy(CB_ID_##name, ptsz, CB_COPY_ARGS aarg); \
+        CB_OUT();                                    \
+        return r_;                                   \
     }
 
 /* Every non-copy wrapper: `before` (a flush, whose error is kept) runs first, the
@@ -36,11 +42,13 @@ static inline CUresult cb_finish(CUresult flush_rc, CUresult rc)
     CB_EXPORT CUresult CUDAAPI name params            \
     {                                                 \
         CB_ENTER(name);                               \
+        CB_IN(name);                                  \
         struct cb_ctx_fate st = {NULL, 0, -1};        \
         (void)st;                                     \
         CUresult fe = before;                         \
         CUresult rc = CB_FORWARD(name, args);         \
         after;                                        \
+        CB_OUT();                                     \
         return cb_finish(fe, rc);                     \
     }
 
@@ -51,6 +59,8 @@ static CUresult cb_flush_two(CUstream a, CUstream b, int ptsz)
     CUresult fe2 = cb_flush_stream(b, ptsz, CB_WHY_flush_stream);
     return fe != CUDA_SUCCESS ? fe : fe2;
 }
+
+static inline CUresult cb_flush_wait_args(int ptsz, CUstream s, CUevent e) { return cb_flush_wait(s, ptsz, e); }
 
 #define CB_FLUSH_ARG(aarg, ptsz) cb_flush_stream(CB_EXPAND aarg, ptsz, CB_WHY_flush_stream)
 #define CB_WRAP_STREAM(name, ptsz, aarg, params, args) \
@@ -88,6 +98,45 @@ static CUresult cb_destroy_stream_before(CUstream s, int ptsz)
     CB_WRAPPER(name, params, args, cb_ctx_destroy_before(CB_EXPAND aarg, &st), cb_ctx_fate_after(&st, rc))
 #define CB_WRAP_PRIMARY_CTX(name, ptsz, aarg, params, args) \
     CB_WRAPPER(name, params, args, cb_primary_before(CB_EXPAND aarg, &st), cb_ctx_fate_after(&st, rc))
+/* An event record: queued in its stream's run as a marker (not forwarded now:
+ * engine.c records it after the run's copies), or forwarded after the flushes
+ * marker.c made. */
+#define CB_WRAP_MARKER(name, ptsz, aarg, params, args)                                \
+    CB_EXPORT CUresult CUDAAPI name params                                             \
+    {                                                                                  \
+        CB_ENTER(name);                                                                \
+        CB_IN(name);                                                                   \
+        int queued = 0;                                                                \
+        CUresult fe = cb_marker_record(CB_ID_##name, ptsz, CB_EXPAND aarg, &queued);   \
+        CUresult rc = queued ? CUDA_SUCCESS : CB_FORWARD(name, args);                  \
+        CB_OUT();                                                                      \
+        return cb_finish(fe, rc);                                                      \
+    }
+#define CB_WRAP_EVENT(name, ptsz, aarg, params, args) \
+    CB_WRAPPER(name, params, args, cb_event_observe(CB_EXPAND aarg), (void)0)
+#define CB_WRAP_EVENT_FORGET(name, ptsz, aarg, params, args) \
+    CB_WRAPPER(name, params, args, cb_event_observe(CB_EXPAND aarg, NULL), cb_event_forget(CB_EXPAND aarg, rc))
+#define CB_WRAP_EVENT_CREATE(name, ptsz, aarg, params, args) \
+    CB_WRAPPER(name, params, args, CUDA_SUCCESS, cb_event_created(CB_EXPAND aarg, rc))
+#define CB_WRAP_EVENT_FOREIGN(name, ptsz, aarg, params, args) \
+    CB_WRAPPER(name, params, args, CUDA_SUCCESS, cb_event_foreign(CB_EXPAND aarg, rc))
+#define CB_WRAP_WAIT(name, ptsz, aarg, params, args) \
+    CB_WRAPPER(name, params, args, cb_flush_wait_args(ptsz, CB_EXPAND aarg), (void)0)
+/* A graph's size is not known: it counts as filling the GPU (smwork.c). */
+#define CB_GRAPH_NOTE(ptsz, s) cb_smwork_launch(s, ptsz, NULL, 0, 0, 0)
+#define CB_WRAP_GRAPH_LAUNCH(name, ptsz, aarg, params, args)                          \
+    CB_WRAPPER(name, params, args, cb_flush_graph_launch(CB_EXPAND aarg, ptsz), \
+               if (rc == CUDA_SUCCESS) CB_CALL(CB_GRAPH_NOTE, ptsz, CB_EXPAND aarg))
+static inline void cb_note_launch_config(const CUlaunchConfig *c, CUfunction f, int ptsz)
+{
+    if (c)
+        cb_smwork_launch(c->hStream, ptsz, f, (uint64_t)c->gridDimX * c->gridDimY * c->gridDimZ,
+                         (uint64_t)c->blockDimX * c->blockDimY * c->blockDimZ, c->sharedMemBytes);
+}
+/* cuLaunchKernelEx: the rows name the function f. */
+#define CB_WRAP_LAUNCH_CONFIG(name, ptsz, aarg, params, args)                           \
+    CB_WRAPPER(name, params, args, cb_flush_launch_config(CB_EXPAND aarg, ptsz), \
+               if (rc == CUDA_SUCCESS) cb_note_launch_config(CB_EXPAND aarg, f, ptsz))
 #define CB_WRAP_RESOLVER(name, ptsz, aarg, params, args) /* resolve.c */
 
 #define CB_HOOK(name, ptsz, action, aarg, params, args) CB_WRAP_##action(name, ptsz, aarg, params, args)

@@ -3,8 +3,8 @@
  *
  *   interception   hooks.c resolve.c api.c  ->  init.c
  *   decision       copy.c context.c  ->  classify.c policy.c
- *   flushing       life.c  ->  timer.c  ->  flush.c
- *   runs           run.c  ->  hazard.c
+ *   flushing       life.c marker.c  ->  timer.c  ->  flush.c
+ *   runs           run.c  ->  hazard.c event.c
  *   engines        engine.c  ->  engine_batch.c engine_loop.c  ->  ptds.c
  *   base           stats.c  ->  config.c  ->  driver.c  ->  log.c clock.c
  *
@@ -158,6 +158,19 @@ extern const char *const cb_direction_names[CB_D_COUNT];
 void cb_life_arm(void);          /* first deferred copy: exit and fork handlers */
 void cb_life_watch_thread(void); /* this thread owns a per-thread-stream run */
 
+/* ---- marker.c: event records in runs, and their observers (rule 11) ----------- */
+/* A record (MARKER rows): *queued = 1 when it joined its stream's run as a
+ * marker (the wrapper then does not forward it); else the flushes it needs were
+ * made and the wrapper forwards it.  Returns an earlier error to report. */
+CUresult cb_marker_record(int hook, int ptsz, CUevent e, CUstream s, unsigned int flags, int *queued);
+CUresult cb_event_observe(CUevent a, CUevent b); /* submit the runs holding a's and b's (may be NULL) records */
+CUresult cb_flush_wait(CUstream s, int ptsz, CUevent e); /* WAIT rows */
+CUresult cb_flush_graph_launch(CUstream s, int ptsz);    /* GRAPH_LAUNCH rows */
+CUresult cb_flush_launch_config(const CUlaunchConfig *cfg, int ptsz); /* LAUNCH_CONFIG rows */
+void cb_event_created(CUevent *ph, unsigned int flags, CUresult rc); /* after cuEventCreate */
+void cb_event_forget(CUevent e, CUresult rc);  /* after a destroy or an IPC handle */
+void cb_event_foreign(CUevent *ph, CUresult rc); /* after an event opened from elsewhere */
+
 /* ---- timer.c: the bound on how long a run waits (rule 7) ---------------------- */
 /* A run opened on a quiet stream: look at it at `when` (run lock held). */
 void cb_timer_arm(uint64_t when);
@@ -189,6 +202,10 @@ CUresult cb_issue_ahead_of_run(const struct cb_copy_req *rq);
 void cb_forget_stream(CUstream s); /* destroyed: flush what slipped in, drop its run */
 void cb_flush_exit(void);          /* at exit: final flush, later copies pass through */
 int cb_flush_closed(void);         /* ... after which nothing is deferred */
+/* cubatch_set_enabled(): 0 submits every run, and nothing is deferred until 1
+ * again; returns the first error of that flush. */
+CUresult cb_flush_set_enabled(int on);
+int cb_flush_paused(void);
 void cb_flush_thread_gone(void);   /* a per-thread-stream owner exits */
 void cb_flush_atfork_prepare(void);
 void cb_flush_atfork_parent(void);
@@ -209,6 +226,7 @@ uint64_t cb_flush_timer_look(uint64_t now_ns);
 struct cb_tstats {
     uint64_t v[CB_STAT_COUNT];
     uint64_t calls[CB_HOOK_COUNT];
+    uint64_t ended[CB_HOOK_COUNT]; /* runs submitted inside a call of each (not chunks) */
     struct cb_tstats *next;
     int in_use;
 };

@@ -25,6 +25,7 @@ struct cb_run *cb_run_table;
 static atomic_int cb_active;
 static atomic_int cb_nonempty; /* runs holding copies: what the timer waits for */
 static atomic_int cb_legacy_nonempty; /* legacy-stream runs holding copies */
+static atomic_int cb_marked; /* runs holding markers (rule 11): what event observers look for */
 /* Bumped whenever a run is freed: validates the per-thread last-run cache. */
 static uint64_t cb_runs_epoch = 1;
 /* Set while this thread holds the lock: a driver call made from inside a
@@ -59,6 +60,7 @@ int cb_runs_locked_here(void) { return cb_tls_locked; }
 int cb_runs_active(void) { return atomic_load_explicit(&cb_active, memory_order_acquire) > 0; }
 int cb_runs_nonempty(void) { return atomic_load(&cb_nonempty) > 0; }
 int cb_runs_legacy_pending(void) { return atomic_load_explicit(&cb_legacy_nonempty, memory_order_acquire) > 0; }
+int cb_runs_marked(void) { return atomic_load_explicit(&cb_marked, memory_order_acquire) > 0; }
 
 struct cb_run_key cb_run_key_of(CUstream s, enum cb_stream_kind sk, CUcontext ctx)
 {
@@ -85,6 +87,11 @@ void cb_run_set_active(struct cb_run *run)
             atomic_fetch_add(&cb_legacy_nonempty, q ? 1 : -1);
         run->queued = q;
     }
+    int m = run->q.nmarks > 0;
+    if (m != run->marked) {
+        atomic_fetch_add(&cb_marked, m ? 1 : -1);
+        run->marked = m;
+    }
 }
 
 void cb_run_free(struct cb_run *run)
@@ -97,6 +104,9 @@ void cb_run_free(struct cb_run *run)
         if (run->facts.legacy)
             atomic_fetch_sub(&cb_legacy_nonempty, 1);
     }
+    if (run->marked)
+        atomic_fetch_sub(&cb_marked, 1);
+    free(run->q.marks);
     free(run->q.dsts);
     free(run->q.srcs);
     free(run->q.sizes);
@@ -150,6 +160,8 @@ struct cb_run *cb_run_create(const struct cb_run_key *key)
 void cb_run_clear(struct cb_run *run)
 {
     run->q.n = 0;
+    cb_event_markers_gone(&run->q, run);
+    run->q.nmarks = 0;
     run->writes.n = 0;
     run->reads.n = 0;
     run->has_h2d = 0;
@@ -272,6 +284,20 @@ int cb_run_append(struct cb_run *run, const struct cb_copy_req *rq)
     return 0;
 }
 
+int cb_run_mark(struct cb_run *run, const struct cb_marker *m)
+{
+    if (run->q.nmarks == run->q.capmarks) {
+        size_t cap = run->q.capmarks ? 2 * run->q.capmarks : 8;
+        struct cb_marker *p = realloc(run->q.marks, cap * sizeof *p);
+        if (!p)
+            return -1;
+        run->q.marks = p;
+        run->q.capmarks = cap;
+    }
+    run->q.marks[run->q.nmarks++] = *m;
+    return 0;
+}
+
 void cb_forget_context_runs(CUcontext ctx)
 {
     struct cb_run *run, *tmp;
@@ -292,11 +318,14 @@ void cb_runs_atfork_child(void)
     HASH_ITER(hh, cb_run_table, run, tmp) {
         run->active = 0;
         run->queued = 0;
+        run->marked = 0;
         cb_run_free(run);
     }
     atomic_store(&cb_active, 0);
     atomic_store(&cb_nonempty, 0);
     atomic_store(&cb_legacy_nonempty, 0);
+    atomic_store(&cb_marked, 0);
+    cb_events_atfork_child();
     cb_tls_last.run = NULL;
     pthread_mutexattr_t a;
     pthread_mutexattr_init(&a);

@@ -24,6 +24,7 @@ struct cb_run {
     struct cb_iset writes, reads; /* what they write and read (hazard.c) */
     int active;                   /* counted in cb_runs_active() */
     int queued;                   /* counted in cb_runs_nonempty() */
+    int marked;                   /* holds markers: counted in cb_runs_marked() */
     CUresult pending; /* error of a flush made on this stream's behalf, not yet reported */
     /* the burst of copies on this stream (copy.c) */
     int warm;          /* a burst is under way: the first copy passed through, the next join the run */
@@ -52,6 +53,22 @@ struct cb_copy_req {
     int kernel_ok;  /* the copy kernel may execute it on its stream (copy.c) */
 };
 
+/* ---- event.c: the program's events cubatch knows (rule 11) ------------------------- */
+struct cb_event {
+    UT_hash_handle hh;
+    CUevent ev;
+    unsigned int flags; /* as created (CU_EVENT_INTERPROCESS: never deferred) */
+    CUcontext ctx;      /* current when it was created: records only on its streams */
+    struct cb_run *run; /* the run holding a marker of it; NULL: none */
+};
+/* All under the run lock.  NULL: unknown (its records pass through). */
+struct cb_event *cb_event_find(CUevent e);
+void cb_event_add(CUevent e, unsigned int flags, CUcontext ctx); /* created (or created again) */
+void cb_event_drop(CUevent e);                                    /* unknown from now on */
+/* The markers of q (run's) were submitted: their events are held by no run. */
+void cb_event_markers_gone(const struct cb_copies *q, const struct cb_run *run);
+void cb_events_atfork_child(void);
+
 /* ---- run.c: the store of runs ------------------------------------------------------ */
 /* One lock guards every run.  The copy path takes it once per copy (uncontended:
  * tens of ns); submissions happen under it too. */
@@ -76,12 +93,16 @@ int cb_run_open(struct cb_run *run, CUstream stream);
  * hazard sets possibly larger: only ever more conservative). */
 int cb_run_append(struct cb_run *run, const struct cb_copy_req *rq);
 int cb_run_hazard(const struct cb_run *run, const struct cb_copy_req *rq);
+/* Queue an event record after the copies queued so far (rule 11; events.c);
+ * -1 out of memory (nothing queued). */
+int cb_run_mark(struct cb_run *run, const struct cb_marker *m);
 void cb_run_clear(struct cb_run *run);      /* after a submission */
 void cb_run_set_active(struct cb_run *run); /* after any change of q.n, pending, fences */
 int cb_run_is_owner(const struct cb_run *run);
 int cb_runs_active(void);   /* some run holds copies, a pending join or a pending error */
 int cb_runs_nonempty(void); /* some run holds copies */
 int cb_runs_legacy_pending(void); /* some legacy-stream run holds copies */
+int cb_runs_marked(void);         /* some run holds markers */
 /* Each run, in turn (lock held); the current one may be freed. */
 #define CB_RUNS_EACH(run, tmp) HASH_ITER(hh, cb_run_table, run, tmp)
 extern struct cb_run *cb_run_table;

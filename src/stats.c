@@ -26,6 +26,14 @@
 #include <unistd.h>
 
 CB_TLS struct cb_tstats *cb_tls_stats;
+CB_TLS int cb_tls_hook;
+
+void cb_stat_run_ended(void)
+{
+    int h = cb_tls_hook;
+    if (h > 0 && h <= CB_HOOK_COUNT)
+        cb_bump(&cb_stats_thread()->ended[h - 1], 1);
+}
 
 static struct cb_tstats *cb_stats_all;      /* every block ever made */
 static pthread_mutex_t cb_stats_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -123,10 +131,12 @@ static void stats_fork_child(void)
     for (struct cb_tstats *t = cb_stats_all; t; t = t->next) {
         memset(t->v, 0, sizeof t->v);
         memset(t->calls, 0, sizeof t->calls);
+        memset(t->ended, 0, sizeof t->ended);
         t->in_use = t == cb_tls_stats;
     }
     memset(cb_stats_fallback.v, 0, sizeof cb_stats_fallback.v);
     memset(cb_stats_fallback.calls, 0, sizeof cb_stats_fallback.calls);
+    memset(cb_stats_fallback.ended, 0, sizeof cb_stats_fallback.ended);
 }
 
 static void cb_stats_report(void);
@@ -150,10 +160,11 @@ void cb_stat_max(enum cb_stat_id id, uint64_t value)
         __atomic_store_n(&t->v[id], value, __ATOMIC_RELAXED);
 }
 
-static void merge(uint64_t v[CB_STAT_COUNT], uint64_t calls[CB_HOOK_COUNT])
+static void merge(uint64_t v[CB_STAT_COUNT], uint64_t calls[CB_HOOK_COUNT], uint64_t ended[CB_HOOK_COUNT])
 {
     memset(v, 0, sizeof(uint64_t) * CB_STAT_COUNT);
     memset(calls, 0, sizeof(uint64_t) * CB_HOOK_COUNT);
+    memset(ended, 0, sizeof(uint64_t) * CB_HOOK_COUNT);
     pthread_mutex_lock(&cb_stats_lock);
     for (const struct cb_tstats *t = cb_stats_all;; t = t->next) {
         if (!t)
@@ -163,8 +174,10 @@ static void merge(uint64_t v[CB_STAT_COUNT], uint64_t calls[CB_HOOK_COUNT])
             uint64_t x = __atomic_load_n(&t->v[i], __ATOMIC_RELAXED);
             v[i] = cb_stat_is_max[i] ? (x > v[i] ? x : v[i]) : v[i] + x;
         }
-        for (size_t i = 0; i < CB_HOOK_COUNT; i++)
+        for (size_t i = 0; i < CB_HOOK_COUNT; i++) {
             calls[i] += __atomic_load_n(&t->calls[i], __ATOMIC_RELAXED);
+            ended[i] += __atomic_load_n(&t->ended[i], __ATOMIC_RELAXED);
+        }
         if (t == &cb_stats_fallback)
             break;
     }
@@ -187,8 +200,8 @@ static void out(struct cb_out *o, const char *fmt, ...)
 
 size_t cb_stats_json(char *buf, size_t len)
 {
-    uint64_t v[CB_STAT_COUNT], calls[CB_HOOK_COUNT];
-    merge(v, calls);
+    uint64_t v[CB_STAT_COUNT], calls[CB_HOOK_COUNT], ended[CB_HOOK_COUNT];
+    merge(v, calls, ended);
     struct cb_out o = {buf, len, 0};
     out(&o, "{\"cubatch\":\"%s\",\"pid\":%d,\"batching\":%s,\"reason\":\"%s\",\"entry_points\":{",
         PACKAGE_VERSION, (int)getpid(), cb_batching_on ? "true" : "false", cb_batching_reason);
@@ -205,6 +218,13 @@ size_t cb_stats_json(char *buf, size_t len)
             out(&o, "%s\"%s\":%llu", sep, cb_hook_rows[i].name, (unsigned long long)calls[i]);
             sep = ",";
         }
+    out(&o, "},\"runs_ended_by\":{");
+    sep = "";
+    for (size_t i = 0; i < CB_HOOK_COUNT; i++)
+        if (ended[i]) {
+            out(&o, "%s\"%s\":%llu", sep, cb_hook_rows[i].name, (unsigned long long)ended[i]);
+            sep = ",";
+        }
     out(&o, "},\"counters\":{");
     for (size_t i = 0; i < CB_STAT_COUNT; i++)
         out(&o, "%s\"%s\":%llu", i ? "," : "", cb_stat_names[i], (unsigned long long)v[i]);
@@ -216,14 +236,25 @@ size_t cb_stats_json(char *buf, size_t len)
 
 static void report_text(struct cb_out *o)
 {
-    uint64_t v[CB_STAT_COUNT], calls[CB_HOOK_COUNT];
-    merge(v, calls);
+    uint64_t v[CB_STAT_COUNT], calls[CB_HOOK_COUNT], ended[CB_HOOK_COUNT];
+    merge(v, calls, ended);
     out(o, "cubatch %s report (pid %d): batching %s (%s)\n", PACKAGE_VERSION, (int)getpid(),
         cb_batching_on ? "on" : "off", cb_batching_reason);
     out(o, "  %-28s %14s\n", "copy entry point", "calls");
     for (size_t i = 0; i < CB_HOOK_COUNT; i++)
         if (cb_hook_rows[i].is_copy && calls[i])
             out(o, "  %-28s %14llu\n", cb_hook_rows[i].name, (unsigned long long)calls[i]);
+    int any = 0;
+    for (size_t i = 0; i < CB_HOOK_COUNT; i++)
+        any |= ended[i] != 0;
+    if (any) {
+        /* which calls of the program ended runs (a chunk of a growing run is not
+         * an end; the timer's and exit's flushes are counted below only) */
+        out(o, "  %-28s %14s\n", "runs ended by a call of", "runs");
+        for (size_t i = 0; i < CB_HOOK_COUNT; i++)
+            if (ended[i])
+                out(o, "  %-28s %14llu\n", cb_hook_rows[i].name, (unsigned long long)ended[i]);
+    }
     out(o, "  %-28s %14s  %s\n", "counter", "value", "meaning");
     for (size_t i = 0; i < CB_STAT_COUNT; i++)
         if (v[i] || i == CB_ST_copies || i == CB_ST_deferred || i == CB_ST_batches)

@@ -18,6 +18,17 @@ static inline void cb_bump(uint64_t *counter, uint64_t n)
 {
     __atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
 }
+/* The wrapper this thread is in (its hook id + 1; 0: none, e.g. the timer
+ * thread), so that a flush knows which call ended the run (cb_stat_run_ended). */
+extern CB_TLS int cb_tls_hook;
+static inline int cb_hook_enter(int id)
+{
+    int prev = cb_tls_hook;
+    cb_tls_hook = id + 1;
+    return prev;
+}
+static inline void cb_hook_leave(int prev) { cb_tls_hook = prev; }
+void cb_stat_run_ended(void);
 #define CB_COUNT(stat) cb_bump(&cb_stats_thread()->v[CB_ST_##stat], 1)
 #define CB_COUNT_N(stat, n) cb_bump(&cb_stats_thread()->v[CB_ST_##stat], (n))
 

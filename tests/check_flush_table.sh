@@ -14,6 +14,10 @@
 #   SNBPO        a context-wide call (CONTEXT, FREE, DESTROY_CTX, PRIMARY_CTX)
 #   legacy=L     a call on a blocking stream: the legacy run goes first
 #   legacy=NL    a context-wide call
+# Every CUevent argument names an event whose record is queued in B's run (N's in
+# mode legacy): a call observing it submits B first (N).  An event record the
+# driver never saw during the call joined a run as a marker: "+queued" (the
+# scope then is every run submitted during the call).
 # A row deleted from hooks.def, or an action changed, changes what is observed:
 # the test fails and prints the difference.  After a deliberate change to the
 # table, review the difference and record it: check_flush_table.sh --update.
@@ -35,12 +39,15 @@ observe() { # name mode
         ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1 \
         TSAN_OPTIONS=halt_on_error=1:report_signal_unsafe=0 \
         "$flushcall" "$1" "$2" >"$tmp/$1.$2.out" 2>&1 || { echo "$1 $2 FAILED-TO-RUN"; return; }
-    awk -v name="$1" -v mode="$2" '
+    ms=$(sed -n 's/^marker_stream=//p' "$tmp/$1.$2.out")
+    awk -v name="$1" -v mode="$2" -v ms="$ms" '
         $1 == "cuDeviceGetCount" { marks++; next }
-        marks == 1 { line[++n] = $0; if ($1 == name) last = n }
+        marks == 1 { line[++n] = $0; if ($1 == name && index($0, " stream=" ms " ") == 0) last = n }
         END {
             scope = ""
             split("- - S N B P O L", letter, " ")
+            queued = !last && name ~ /^cuEventRecord/
+            if (queued) last = n + 1
             for (i = 1; i < last; i++) {
                 if (line[i] !~ /^(cuMemcpyBatchAsync_v2|cuLaunchKernel) rc=0 /) continue
                 if (match(line[i], / count=[0-9]+/)) {
@@ -50,7 +57,7 @@ observe() { # name mode
             }
             for (c = 2; c <= 7; c++) if (seen[c]) scope = scope letter[c + 1]
             if (!last) scope = "CALL-NOT-SEEN"
-            print mode "=" (scope == "" ? "-" : scope)
+            print mode "=" (scope == "" ? "-" : scope) (queued ? "+queued" : "")
         }' "$log"
 }
 

@@ -487,8 +487,11 @@ END_TEST
 
 START_TEST(event_observes)
 {
+    /* the record joins the run (rule 11); the wait on another stream submits it */
     struct pair p = both("event", NULL);
+    STAT_EQ(p.shim, "markers", 1);
     LOG_BEFORE(p.shim, BATCH, "cuEventRecord");
+    LOG_BEFORE(p.shim, BATCH, "cuStreamWaitEvent");
     pair_free(&p);
 }
 END_TEST
@@ -981,6 +984,132 @@ START_TEST(kernel_chunks_grow)
 }
 END_TEST
 
+/* ---- rule 11: event records as markers ------------------------------------------------------ */
+
+/* 64 copies, each followed by a record of its own event: one run, the records
+ * in it as markers, none reaching the driver before the observer but the one
+ * after the burst's first copy (probe.c, marker_setup) */
+static void assert_markers(const struct pair *p, long records)
+{
+    STAT_EQ(p->shim, "markers", records);
+    STAT_EQ(p->shim, "deferred", 63);
+    STAT_EQ(p->shim, "batches", 1);
+    ck_assert_int_le(num_of(&p->shim, "records_reaching_the_driver_before_the_observer: "), records == 126 ? 2 : 1);
+}
+
+START_TEST(records_join_the_run)
+{
+    struct pair p = both("marker_sync", NULL);
+    assert_markers(&p, 63);
+    LOG_BEFORE(p.shim, BATCH, "cuEventSynchronize");
+    STAT_EQ(p.shim, "flush_event", 1);
+    ck_assert_msg(strstr(p.shim.stats, "\"runs_ended_by\":{\"cuEventSynchronize\":1}"), "%s", p.shim.stats);
+    pair_free(&p);
+    p = both("marker_two", NULL); /* two records a copy */
+    assert_markers(&p, 126);
+    pair_free(&p);
+    p = both("marker_sync", kernel_engine);
+    STAT_EQ(p.shim, "markers", 63);
+    STAT_EQ(p.shim, "kernel_launches", 1);
+    pair_free(&p);
+}
+END_TEST
+
+/* Each observer submits the run holding the event's record: without it the
+ * simulated driver runs nothing the host then reads (wrong bytes), or a later
+ * record fails (return codes differ). */
+START_TEST(every_observer_submits_the_marker)
+{
+    const char *const scen[] = {"marker_query", "marker_elapsed_end", "marker_elapsed_start", "marker_wait",
+                                "marker_destroy", "marker_rerecord", NULL};
+    for (int i = 0; scen[i]; i++) {
+        struct pair p = both(scen[i], NULL);
+        STAT_GE(p.shim, "markers", 63);
+        STAT_EQ(p.shim, "batches", 1);
+        pair_free(&p);
+    }
+    /* calls the simulated driver does not execute: the log shows the order */
+    const char *const logged[][2] = {{"marker_ipc", "cuIpcGetEventHandle"},
+                                     {"marker_graph_node", "cuGraphAddEventRecordNode"},
+                                     {"marker_launch_config", "cuLaunchKernelEx"},
+                                     {"marker_graph_launch", "cuGraphLaunch"}};
+    for (size_t i = 0; i < sizeof logged / sizeof logged[0]; i++) {
+        struct pair p = both(logged[i][0], NULL);
+        STAT_EQ(p.shim, "markers", 63);
+        LOG_BEFORE(p.shim, BATCH, logged[i][1]);
+        STAT_EQ(p.shim, "flush_event", 1);
+        pair_free(&p);
+    }
+}
+END_TEST
+
+START_TEST(markers_of_other_threads_and_the_legacy_stream)
+{
+    /* another thread's per-thread stream: through the side stream */
+    struct pair p = both("marker_ptds", NULL);
+    STAT_EQ(p.shim, "markers", 63);
+    STAT_EQ(p.shim, "side_submits", 1);
+    pair_free(&p);
+    /* the legacy stream's run (copy kernel only) */
+    p = both("marker_legacy", kernel_engine);
+    STAT_EQ(p.shim, "markers", 63);
+    STAT_GE(p.shim, "legacy_runs", 1);
+    pair_free(&p);
+    /* the timer submits the markers with the copies */
+    p = both("marker_timer", NULL);
+    ck_assert_int_eq(num_of(&p.shim, "records_after_cpu_work: "), 64);
+    STAT_EQ(p.shim, "flush_timer", 1);
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(records_others_may_see_pass_through)
+{
+    /* interprocess events: each record flushes, so each copy is its own */
+    struct pair p = both("marker_interprocess", NULL);
+    STAT_EQ(p.shim, "markers", 0);
+    STAT_EQ(p.shim, "batches", 0);
+    ck_assert_int_eq(num_of(&p.shim, "records_reaching_the_driver_before_the_observer: "), 64);
+    pair_free(&p);
+    /* an external record */
+    p = both("marker_external", NULL);
+    STAT_EQ(p.shim, "markers", 0);
+    ck_assert_int_eq(num_of(&p.shim, "records_reaching_the_driver_at_once: "), 1);
+    LOG_BEFORE(p.shim, BATCH, "cuEventRecordWithFlags");
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(jax_host_to_device_stream_batches)
+{
+    /* DESIGN.md section 5: C, CEC, CEEC, CEEWC, CEEEEWC on the host-to-device
+     * stream, CHEEC on the device-to-host ones (which never batch: every gap
+     * holds a host function).  Records join the runs, and a wait ends a run but
+     * not the burst, so 80% of the host-to-device copies batch here (the target
+     * was half; with the copy after each wait going out alone, fewer would). */
+    struct pair p = both("jax", NULL);
+    long h2d = 512, batched = stat_of(&p.shim, "batched_copies") + stat_of(&p.shim, "kernel_copies");
+    ck_assert_msg(batched * 10 >= h2d * 8, "%ld of %ld host-to-device copies batched\n%s", batched, h2d, p.shim.stats);
+    STAT_GE(p.shim, "flush_wait", 100);
+    ck_assert_msg(strstr(p.shim.stats, "\"cuStreamWaitEvent\":"), "runs_ended_by lacks the waits: %s", p.shim.stats);
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(set_enabled_flushes_then_passes_through)
+{
+    /* off after 64 copies: those go out at once (one batch), the next 64 pass
+     * through one by one; on again: the last 64 batch (their first at once) */
+    struct pair p = both("set_enabled", NULL);
+    ck_assert_int_eq(num_of(&p.shim, "batches_after_set_enabled_0: "), 1);
+    ck_assert_int_eq(num_of(&p.shim, "batches_after_set_enabled_1: "), 1);
+    STAT_EQ(p.shim, "pass_disabled", 64);
+    STAT_EQ(p.shim, "deferred", 63 + 63);
+    STAT_EQ(p.shim, "batches", 2);
+    pair_free(&p);
+}
+END_TEST
+
 /* ---- two devices in one process ------------------------------------------------------------ */
 
 /* The simulated driver with two devices, in each engine configuration. */
@@ -1267,6 +1396,9 @@ int main(void)
         {"version", {driver_12_8_passes_through, missing_entry_point_passes_through, switched_off_passes_through,
                      bad_environment_is_reported}},
         {"interposition", {every_path_reaches_the_right_wrapper}},
+        {"markers", {records_join_the_run, every_observer_submits_the_marker,
+                     markers_of_other_threads_and_the_legacy_stream, records_others_may_see_pass_through,
+                     jax_host_to_device_stream_batches, set_enabled_flushes_then_passes_through}},
         {"kernel_engine", {kernel_runs_the_runs, kernel_keeps_every_rule, kernel_batches_the_legacy_stream,
                            legacy_runs_go_before_blocking_work, capture_begins_after_legacy_runs,
                            nothing_deferred_on_legacy_while_capturing,

@@ -15,6 +15,9 @@
  *   P  this thread's per-thread stream        5 copies
  *   O  another thread's per-thread stream     6 copies
  *   L  the legacy stream (mode legacy only)   7 copies
+ * and an event's record queued after B's copies (N's in mode legacy), which every
+ * CUevent parameter names: a call observing it submits B (N), and a launch
+ * configuration names it as its launch-completion event;
  * so each batch or copy-kernel launch in the simulated driver's log (CUSIM_LOG)
  * says by its count which run went out.  cuDeviceGetCount marks the log before and after the call;
  * tests/check_flush_table.sh reads which batches reached the driver before the call.
@@ -39,6 +42,9 @@ static CUstream g_stream_slot;    /* what a CUstream * parameter points to */
 static CUcontext g_other_ctx;     /* what every CUcontext parameter gets */
 static CUdeviceptr g_dptr_slot;
 static CUlaunchConfig g_cfg;
+static CUlaunchAttribute g_attr;  /* the launch configuration's one attribute: names g_event */
+static CUevent g_event;           /* what every CUevent parameter gets: its record is queued in
+                                   * B's run (N's in mode legacy), a marker (rule 11) */
 static CUresult g_rc;
 
 static void noop_host(void *ud) { (void)ud; }
@@ -46,7 +52,7 @@ static void noop_callback(CUstream s, CUresult r, void *ud) { (void)s, (void)r, 
 
 #define FILL(x)                                                                                     \
     x = _Generic((x), CUstream: g_stream, CUstream *: &g_stream_slot, CUcontext: g_other_ctx,       \
-                 CUhostFn: noop_host, CUstreamCallback: noop_callback, CUdeviceptr *: &g_dptr_slot, \
+                 CUevent: g_event, CUhostFn: noop_host, CUstreamCallback: noop_callback, CUdeviceptr *: &g_dptr_slot, \
                  const CUlaunchConfig *: &g_cfg, default: (x))
 
 #include "flushcalls.inc"
@@ -144,6 +150,14 @@ int main(int argc, char **argv)
         pthread_mutex_unlock(&g_mu);
     }
 
+    CK(cuEventCreate(&g_event, CU_EVENT_DISABLE_TIMING));
+    CUstream marked = strcmp(argv[2], "legacy") ? b : n;
+    CK(cuEventRecord(g_event, marked));
+    printf("marker_stream=%p\n", (void *)marked); /* check_flush_table.sh: that record is not the call */
+    g_attr.id = CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT;
+    g_attr.value.launchCompletionEvent.event = g_event;
+    g_cfg.attrs = &g_attr;
+    g_cfg.numAttrs = 1;
     g_stream = strcmp(argv[2], "null") ? s : NULL;
     g_stream_slot = g_stream;
     g_cfg.hStream = g_stream;

@@ -1219,6 +1219,377 @@ static void sc_sm_busy_d2d(void) { sm_scenario(SM_BUSY_D2D); }
 static void sc_sm_busy_legacy(void) { sm_scenario(SM_BUSY_LEGACY); }
 static void sc_sm_legacy_compute(void) { sm_scenario(SM_LEGACY_COMPUTE); }
 static void sc_sm_destroyed(void) { sm_scenario(SM_DESTROYED); }
+/* ---- rule 11: event records as markers ----------------------------------------------- */
+
+/* 64 device-to-host copies on s1, each followed by a record of its own event
+ * (the issue's pattern: each buffer's readiness tracked by an event); the first
+ * copy goes out at once, the other copies form one run and their records join
+ * it as markers.  Then one call observes the last event (or the scenario
+ * does something else), and the host reads the copies' destination with no
+ * other CUDA call in between: a marker submitted too late, or before its copy,
+ * shows as wrong bytes. */
+enum { MK = 64 };
+struct marker_setup {
+    CUstream s1, s2;
+    CUevent ev[MK], spare;
+    unsigned char *src, *out;
+    CUdeviceptr d;
+};
+static void marker_setup(struct marker_setup *m, unsigned evflags, int records_per_copy)
+{
+    m->src = malloc(MK * SZ);
+    fill(m->src, MK * SZ, 50);
+    m->d = devfilled(m->src, MK * SZ);
+    m->out = pinned(MK * SZ);
+    m->s1 = mkstream(CU_STREAM_NON_BLOCKING);
+    m->s2 = mkstream(CU_STREAM_NON_BLOCKING);
+    for (int i = 0; i < MK; i++)
+        CK(cuEventCreate(&m->ev[i], evflags));
+    CK(cuEventCreate(&m->spare, evflags & ~(unsigned)CU_EVENT_INTERPROCESS));
+    for (int i = 0; i < MK; i++) {
+        CK(cuMemcpyDtoHAsync_v2(m->out + (size_t)i * SZ, m->d + (size_t)i * SZ, SZ, m->s1));
+        for (int r = 0; r < records_per_copy; r++)
+            CK(cuEventRecord(r ? m->spare : m->ev[i], m->s1));
+    }
+    printf("records_reaching_the_driver_before_the_observer: %lu\n", sim_count("cuEventRecord"));
+}
+static void marker_check(struct marker_setup *m, const char *what)
+{
+    expect(what, m->out, m->src, MK * SZ);
+    free(m->src);
+}
+
+static void sc_marker_sync(void)
+{
+    struct marker_setup m;
+    marker_setup(&m, CU_EVENT_DISABLE_TIMING, 1);
+    CK(cuEventSynchronize(m.ev[MK - 1]));
+    marker_check(&m, "after cuEventSynchronize");
+}
+
+static void sc_marker_two(void)
+{
+    struct marker_setup m;
+    marker_setup(&m, CU_EVENT_DISABLE_TIMING, 2);
+    CK(cuEventSynchronize(m.spare));
+    marker_check(&m, "after cuEventSynchronize (two records a copy)");
+}
+
+static void sc_marker_query(void)
+{
+    struct marker_setup m;
+    marker_setup(&m, CU_EVENT_DISABLE_TIMING, 1);
+    CUresult q;
+    while ((q = cuEventQuery(m.ev[MK - 1])) == CUDA_ERROR_NOT_READY)
+        ;
+    printf("rc: query %d\n", (int)q);
+    marker_check(&m, "after cuEventQuery");
+}
+
+/* the pending event as the end, then as the start of an elapsed time */
+static void sc_marker_elapsed_end(void)
+{
+    struct marker_setup m;
+    marker_setup(&m, 0, 1);
+    CK(cuEventRecord(m.spare, m.s2)); /* s2 holds nothing: at once */
+    float ms;
+    CUresult r;
+    while ((r = cuEventElapsedTime_v2(&ms, m.spare, m.ev[MK - 1])) == CUDA_ERROR_NOT_READY)
+        ;
+    printf("rc: elapsed %d\n", (int)r);
+    marker_check(&m, "after cuEventElapsedTime (end event)");
+}
+
+static void sc_marker_elapsed_start(void)
+{
+    struct marker_setup m;
+    marker_setup(&m, 0, 1);
+    CK(cuEventRecord(m.spare, m.s2));
+    float ms;
+    CUresult r;
+    while ((r = cuEventElapsedTime(&ms, m.ev[MK - 1], m.spare)) == CUDA_ERROR_NOT_READY)
+        ;
+    printf("rc: elapsed %d\n", (int)r);
+    marker_check(&m, "after cuEventElapsedTime (start event)");
+}
+
+/* another stream waits for the pending event, and the host for that stream */
+static void sc_marker_wait(void)
+{
+    struct marker_setup m;
+    marker_setup(&m, CU_EVENT_DISABLE_TIMING, 1);
+    CK(cuStreamWaitEvent(m.s2, m.ev[MK - 1], 0));
+    CK(cuStreamSynchronize(m.s2));
+    marker_check(&m, "after a wait on another stream");
+}
+
+/* every event destroyed while its record is queued: then the stream's sync
+ * must report what it reports without cubatch (a marker recorded after its
+ * event's destroy would fail) */
+static void sc_marker_destroy(void)
+{
+    struct marker_setup m;
+    marker_setup(&m, CU_EVENT_DISABLE_TIMING, 1);
+    for (int i = MK - 1; i >= 0; i--)
+        CK(cuEventDestroy_v2(m.ev[i]));
+    printf("rc: sync_after_destroy %d\n", (int)cuStreamSynchronize(m.s1));
+    marker_check(&m, "after destroying the events");
+}
+
+/* the pending event recorded again on an idle stream after a copy there: the
+ * event then stands for that copy, not for s1's run */
+static void sc_marker_rerecord(void)
+{
+    unsigned char *src2 = malloc(SZ), *out2 = pinned(SZ);
+    fill(src2, SZ, 51);
+    CUdeviceptr d2 = devfilled(src2, SZ); /* settled before the run opens */
+    struct marker_setup m;
+    marker_setup(&m, CU_EVENT_DISABLE_TIMING, 1);
+    CK(cuMemcpyDtoHAsync_v2(out2, d2, SZ, m.s2));
+    CK(cuEventRecord(m.ev[MK - 1], m.s2));
+    CK(cuEventSynchronize(m.ev[MK - 1]));
+    expect("the copy the event was recorded after again", out2, src2, SZ);
+    CK(cuStreamSynchronize(m.s1));
+    marker_check(&m, "after the stream sync");
+    free(src2);
+}
+
+/* calls the simulated driver does not execute (their return codes are compared):
+ * the run holding the event's record must reach the driver before them */
+static void sc_marker_ipc(void)
+{
+    struct marker_setup m;
+    marker_setup(&m, CU_EVENT_DISABLE_TIMING, 1);
+    CUipcEventHandle h;
+    printf("rc: ipc_get %d\n", (int)cuIpcGetEventHandle(&h, m.ev[MK - 1]));
+    CK(cuStreamSynchronize(m.s1));
+    marker_check(&m, "after the stream sync");
+}
+
+static void sc_marker_graph_node(void)
+{
+    struct marker_setup m;
+    marker_setup(&m, CU_EVENT_DISABLE_TIMING, 1);
+    CUgraph g;
+    CK(cuGraphCreate(&g, 0));
+    CUgraphNode node;
+    printf("rc: add_event_record_node %d\n", (int)cuGraphAddEventRecordNode(&node, g, NULL, 0, m.ev[MK - 1]));
+    CK(cuStreamSynchronize(m.s1));
+    marker_check(&m, "after the stream sync");
+}
+
+static void sc_marker_launch_config(void)
+{
+    struct marker_setup m;
+    marker_setup(&m, CU_EVENT_DISABLE_TIMING, 1);
+    CUlaunchAttribute a;
+    memset(&a, 0, sizeof a);
+    a.id = CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT;
+    a.value.launchCompletionEvent.event = m.ev[MK - 1];
+    CUlaunchConfig cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = cfg.blockDimX = cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.hStream = m.s2;
+    cfg.attrs = &a;
+    cfg.numAttrs = 1;
+    printf("rc: launch_ex %d\n", (int)cuLaunchKernelEx(&cfg, NULL, NULL, NULL));
+    CK(cuStreamSynchronize(m.s1));
+    marker_check(&m, "after the stream sync");
+}
+
+/* a graph launched on another stream may record or wait for any event */
+static void sc_marker_graph_launch(void)
+{
+    CUdeviceptr dz = devmem(SZ);
+    CUstream s3 = mkstream(CU_STREAM_NON_BLOCKING);
+    CK(cuStreamBeginCapture_v2(s3, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CK(cuMemsetD8Async(dz, 7, SZ, s3));
+    CUgraph g;
+    CK(cuStreamEndCapture(s3, &g));
+    CUgraphExec ge;
+    CK(cuGraphInstantiateWithFlags(&ge, g, 0));
+    CK(cuStreamSynchronize(s3));
+    struct marker_setup m;
+    marker_setup(&m, CU_EVENT_DISABLE_TIMING, 1);
+    CK(cuGraphLaunch(ge, s3));
+    CK(cuStreamSynchronize(s3));
+    CK(cuStreamSynchronize(m.s1));
+    marker_check(&m, "after the stream sync");
+}
+
+/* records the driver must see at once: an interprocess event (another process
+ * may wait for it), an external record */
+static void sc_marker_interprocess(void)
+{
+    struct marker_setup m;
+    marker_setup(&m, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING, 1);
+    CK(cuStreamSynchronize(m.s1));
+    marker_check(&m, "after the stream sync");
+}
+
+static void sc_marker_external(void)
+{
+    struct marker_setup m;
+    marker_setup(&m, CU_EVENT_DISABLE_TIMING, 0);
+    CK(cuEventRecordWithFlags(m.ev[0], m.s1, CU_EVENT_RECORD_EXTERNAL));
+    printf("records_reaching_the_driver_at_once: %lu\n", sim_count("cuEventRecordWithFlags"));
+    CK(cuEventSynchronize(m.ev[0]));
+    marker_check(&m, "after cuEventSynchronize");
+}
+
+/* markers of another thread's per-thread stream: submitted on the side stream,
+ * after the owner's earlier work, when this thread waits for the event */
+struct marker_ptds {
+    struct xthread x;
+    CUevent ev;
+};
+static void *marker_ptds_owner(void *arg)
+{
+    struct marker_ptds *mp = arg;
+    CK(cuCtxSetCurrent(g_ctx));
+    for (int i = 0; i < N; i++) {
+        CK(cuMemcpyDtoHAsync_v2_ptsz(mp->x.out + (size_t)i * SZ, mp->x.d + (size_t)i * SZ, SZ, NULL));
+        CK(cuEventRecord_ptsz(mp->ev, NULL));
+    }
+    stage_set(&mp->x, 1);
+    stage_wait(&mp->x, 2); /* no CUDA call until the other thread has looked */
+    CK(cuStreamSynchronize_ptsz(NULL));
+    return NULL;
+}
+static void sc_marker_ptds(void)
+{
+    unsigned char *src = malloc(N * SZ);
+    fill(src, N * SZ, 52);
+    struct marker_ptds mp = {{PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, pinned(N * SZ),
+                              devfilled(src, N * SZ), 0}, NULL};
+    CK(cuEventCreate(&mp.ev, CU_EVENT_DISABLE_TIMING));
+    pthread_t th;
+    pthread_create(&th, NULL, marker_ptds_owner, &mp);
+    stage_wait(&mp.x, 1);
+    CK(cuEventSynchronize(mp.ev));
+    expect("another thread's per-thread stream, through its event", mp.x.out, src, N * SZ);
+    stage_set(&mp.x, 2);
+    pthread_join(th, NULL);
+    free(src);
+}
+
+/* the legacy stream's run (the copy kernel's) with markers */
+static void sc_marker_legacy(void)
+{
+    unsigned char *src = malloc(N * SZ), *out = pinned(N * SZ);
+    fill(src, N * SZ, 53);
+    CUdeviceptr d = devfilled(src, N * SZ);
+    CUevent ev;
+    CK(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+    for (int i = 0; i < N; i++) {
+        CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * SZ, d + (size_t)i * SZ, SZ, NULL));
+        CK(cuEventRecord(ev, NULL));
+    }
+    CK(cuEventSynchronize(ev));
+    expect("legacy stream, through its event", out, src, N * SZ);
+    free(src);
+}
+
+/* the timer submits markers with the copies: the program computes on the CPU
+ * and only then looks at its events */
+static void sc_marker_timer(void)
+{
+    struct marker_setup m;
+    marker_setup(&m, CU_EVENT_DISABLE_TIMING, 1);
+    /* as sc_timer: up to 10 s of real time, 10 us of virtual time a step */
+    int sim = dlsym(RTLD_DEFAULT, "cusim_count") != NULL; /* a GPU: time really passes */
+    if (!sim)
+        pass_time_us(2000);
+    for (int k = 0; sim && shim_present() && k < 10000 && sim_count("cuEventRecord") < MK; k++) {
+        pass_time_us(10);
+        poll(NULL, 0, 1);
+    }
+    printf("records_after_cpu_work: %lu\n", sim_count("cuEventRecord"));
+    CK(cuEventSynchronize(m.ev[MK - 1]));
+    marker_check(&m, "after cuEventSynchronize");
+}
+
+/* cubatch_set_enabled (include/cubatch.h), found as a program finds it: 0
+ * submits what is queued at once, then copies pass through; 1 defers again. */
+static void sc_set_enabled(void)
+{
+    int (*set)(int) = (int (*)(int))dlsym(RTLD_DEFAULT, "cubatch_set_enabled");
+    unsigned char *src = malloc(3 * N * SZ), *out = pinned(3 * N * SZ);
+    fill(src, 3 * N * SZ, 56);
+    CUdeviceptr d = devfilled(src, 3 * N * SZ);
+    CUstream s = mkstream(CU_STREAM_NON_BLOCKING);
+    for (int part = 0; part < 3; part++) {
+        for (int i = part * N; i < (part + 1) * N; i++)
+            CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * SZ, d + (size_t)i * SZ, SZ, s));
+        if (set && part < 2) {
+            printf("set_enabled_returned: %d\n", set(part)); /* off after the first part, on after the second */
+            printf("batches_after_set_enabled_%d: %lu\n", part, sim_count("cuMemcpyBatchAsync_v2"));
+        }
+    }
+    CK(cuStreamSynchronize(s));
+    expect("copies on, off and on again", out, src, 3 * N * SZ);
+    free(src);
+}
+
+/* JAX device_put of a pytree, as recorded on an H200 (DESIGN.md section 5): on
+ * the host-to-device stream, between consecutive copies, nothing (about half
+ * the gaps), one or two event records, or records then a wait for an event of
+ * another stream; on each device-to-host stream a host function, then two
+ * records, between copies.  How many host-to-device copies batch is the
+ * figure (check_rules). */
+static void CUDA_CB jax_host_fn(void *arg) { (void)arg; }
+enum { JAXN = 512 };
+static void sc_jax(void)
+{
+    unsigned char *hsrc = pinned(JAXN * SZ), *dout = pinned(JAXN / 2 * SZ), *back = malloc(JAXN * SZ);
+    unsigned char *dsrc = malloc(JAXN / 2 * SZ);
+    fill(hsrc, JAXN * SZ, 54);
+    fill(dsrc, JAXN / 2 * SZ, 55);
+    CUdeviceptr dh = devmem(JAXN * SZ), dd = devfilled(dsrc, JAXN / 2 * SZ);
+    CUstream h2d = mkstream(CU_STREAM_NON_BLOCKING), d2h[2] = {mkstream(CU_STREAM_NON_BLOCKING),
+                                                                mkstream(CU_STREAM_NON_BLOCKING)};
+    enum { NE = 64 };
+    CUevent ev[NE], dev_ev[2];
+    for (int i = 0; i < NE; i++)
+        CK(cuEventCreate(&ev[i], CU_EVENT_DISABLE_TIMING));
+    CK(cuEventCreate(&dev_ev[0], CU_EVENT_DISABLE_TIMING));
+    CK(cuEventCreate(&dev_ev[1], CU_EVENT_DISABLE_TIMING));
+    CK(cuEventRecord(dev_ev[0], d2h[0]));
+    CK(cuEventRecord(dev_ev[1], d2h[1]));
+    uint32_t x = 12345;
+    unsigned e = 0, gaps[3] = {0, 0, 0};
+    for (int i = 0; i < JAXN; i++) {
+        CK(cuMemcpyHtoDAsync_v2(dh + (size_t)i * SZ, hsrc + (size_t)i * SZ, SZ, h2d));
+        x = x * 1103515245u + 12345u;
+        unsigned r = (x >> 16) % 100;
+        if (r < 49) {
+            gaps[0]++;
+        } else if (r < 74) {
+            gaps[1]++;
+            for (unsigned k = 0; k < 1 + (x >> 8) % 2; k++)
+                CK(cuEventRecord(ev[e++ % NE], h2d));
+        } else {
+            gaps[2]++;
+            for (unsigned k = 0; k < ((x >> 8) % 2 ? 4u : 2u); k++)
+                CK(cuEventRecord(ev[e++ % NE], h2d));
+            CK(cuStreamWaitEvent(h2d, dev_ev[(x >> 9) % 2], 0));
+        }
+        if (i % 2) {
+            int k = (i / 2) % 2, j = i / 2;
+            CK(cuMemcpyDtoHAsync_v2(dout + (size_t)j * SZ, dd + (size_t)j * SZ, SZ, d2h[k]));
+            CK(cuLaunchHostFunc(d2h[k], jax_host_fn, NULL));
+            CK(cuEventRecord(dev_ev[k], d2h[k]));
+            CK(cuEventRecord(ev[e++ % NE], d2h[k]));
+        }
+    }
+    printf("jax_gaps: nothing=%u records=%u records_then_wait=%u\n", gaps[0], gaps[1], gaps[2]);
+    CK(cuCtxSynchronize());
+    expect("device-to-host streams", dout, dsrc, JAXN / 2 * SZ);
+    CK(cuMemcpyDtoH_v2(back, dh, JAXN * SZ));
+    expect("host-to-device stream", back, hsrc, JAXN * SZ);
+    free(back);
+    free(dsrc);
+}
 
 /* ---- two devices in one process ----------------------------------------------------------- */
 
@@ -1584,6 +1955,14 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"sm_idle_query", sc_sm_idle_query}, {"sm_room", sc_sm_room},         {"sm_busy_d2d", sc_sm_busy_d2d},
     {"sm_busy_legacy", sc_sm_busy_legacy}, {"sm_legacy_compute", sc_sm_legacy_compute},
     {"sm_destroyed", sc_sm_destroyed},
+    {"marker_sync", sc_marker_sync},   {"marker_two", sc_marker_two},     {"marker_query", sc_marker_query},
+    {"marker_elapsed_end", sc_marker_elapsed_end}, {"marker_elapsed_start", sc_marker_elapsed_start},
+    {"marker_wait", sc_marker_wait},   {"marker_destroy", sc_marker_destroy}, {"marker_rerecord", sc_marker_rerecord},
+    {"marker_ipc", sc_marker_ipc},     {"marker_graph_node", sc_marker_graph_node},
+    {"marker_launch_config", sc_marker_launch_config}, {"marker_graph_launch", sc_marker_graph_launch},
+    {"marker_interprocess", sc_marker_interprocess}, {"marker_external", sc_marker_external},
+    {"marker_ptds", sc_marker_ptds},   {"marker_legacy", sc_marker_legacy}, {"marker_timer", sc_marker_timer},
+    {"jax", sc_jax},                   {"set_enabled", sc_set_enabled},
     {"two_streams", sc_two_streams}, {"two_peer", sc_two_peer}, {"two_ctxsync", sc_two_ctxsync},
     {"two_module", sc_two_module},   {"two_release", sc_two_release}, {"two_reset", sc_two_reset},
     {"two_ptds_switch", sc_two_ptds_switch},

@@ -4,7 +4,7 @@
 Each mutant is one textual change to src/; the library is rebuilt, the rule tests
 (tests/check_rules, tests/check_units) run, and the mutant must make at least one
 of them fail.  The source is restored afterwards, whatever happens.
-Usage (from a configured build tree = source tree): tools/mutants.py [NAME...]"""
+Usage (from a configured build tree = source tree): tools/mutants.py [NAME...]  (no name: all; --help: the list)"""
 import subprocess, sys, pathlib
 
 MUTANTS = {
@@ -61,6 +61,28 @@ MUTANTS = {
     "one-kernel-module-for-all-contexts": ("src/engine_kernel.c", "    HASH_FIND_PTR(cb_kctxs, &f->ctx, k);\n    if (k)\n        return k->mod ? k : NULL;",
                                            "    k = cb_kctxs;\n    if (k)\n        return k->mod ? k : NULL;", "kernel module per context"),
     "kernel-module-outlives-its-context": ("src/context.c", "        cb_forget_context_kernel(f->ctx);\n", "", "kernel module per context"),
+    "marker-before-copies": ("src/engine.c", "    rc = submit_on(c, f, NULL);\n    CUresult mk = cb_loop_engine_markers(c, NULL); /* rule 11: after every copy */",
+                             "    CUresult mk = cb_loop_engine_markers(c, NULL);\n    rc = submit_on(c, f, NULL);", "rule 11 (a marker only moves later)"),
+    "side-marker-before-copies": ("src/engine.c", "    CUresult sub = submit_on(c, f, side);\n    CUresult mk = cb_loop_engine_markers(c, side); /* rule 11: after every copy, before the join */",
+                                  "    CUresult mk = cb_loop_engine_markers(c, side);\n    CUresult sub = submit_on(c, f, side);", "rule 11 (per-thread run on the side stream)"),
+    "event-observer-does-not-flush": ("src/hooks.c", "    CB_WRAPPER(name, params, args, cb_event_observe(CB_EXPAND aarg), (void)0)",
+                                      "    CB_WRAPPER(name, params, args, CUDA_SUCCESS, (void)0)", "rule 11 (observers)"),
+    "elapsed-start-ignored": ("src/marker.c", "    CUresult rc = flush_holder(a);\n    if (b)\n        rc = first_error(rc, flush_holder(b));", "    CUresult rc = flush_holder(b ? b : a);", "rule 11 (either event of an elapsed time)"),
+    "wait-ignores-the-event": ("src/marker.c", "    CUresult rc = cb_event_observe(e, NULL);\n    return first_error(rc, cb_flush_stream(s, ptsz, CB_WHY_flush_wait));",
+                               "    (void)e;\n    return cb_flush_stream(s, ptsz, CB_WHY_flush_wait);", "rule 11 (a wait on any stream)"),
+    "destroy-does-not-flush": ("src/hooks.c", "    CB_WRAPPER(name, params, args, cb_event_observe(CB_EXPAND aarg, NULL), cb_event_forget(CB_EXPAND aarg, rc))",
+                               "    CB_WRAPPER(name, params, args, CUDA_SUCCESS, cb_event_forget(CB_EXPAND aarg, rc))", "rule 11 (destroy)"),
+    "new-record-keeps-older": ("src/marker.c", "    if (ev && ev->run && !(defer && ev->run == run))\n        rc = flush_holder(e);",
+                               "    if (0)\n        rc = flush_holder(e);", "rule 11 (a new record of the same event)"),
+    "interprocess-event-deferred": ("src/marker.c", "    int safe = ev && !(ev->flags & CU_EVENT_INTERPROCESS) && flags == 0",
+                                    "    int safe = ev && flags == 0", "rule 11 (interprocess events pass)"),
+    "external-record-deferred": ("src/marker.c", "    int safe = ev && !(ev->flags & CU_EVENT_INTERPROCESS) && flags == 0",
+                                 "    int safe = ev && !(ev->flags & CU_EVENT_INTERPROCESS)", "rule 11 (external records pass)"),
+    "graph-launch-ignores-markers": ("src/marker.c", "            if (run->q.nmarks > 0)\n                rc = first_error(rc, cb_flush_run(run, CB_WHY_flush_event));",
+                                     "            if (0)\n                rc = first_error(rc, cb_flush_run(run, CB_WHY_flush_event));", "rule 11 (graph launch)"),
+    "launch-config-events-ignored": ("src/marker.c", "    if (cfg && cfg->attrs && !cb_runs_locked_here() && cb_runs_marked()) {",
+                                     "    if (0) {", "rule 11 (launch attributes)"),
+    "wait-ends-the-burst": ("src/flush.c", " &&\n        why != CB_WHY_flush_wait)\n        run->warm = 0;", ")\n        run->warm = 0;", "rule 11 (a wait ends a run, not the burst)"),
     "pass-through-ignores-hazard": ("src/flush.c", "    if (run && run->q.n > 0 && cb_run_hazard(run, rq))\n        fe = cb_flush_run(run, CB_WHY_flush_hazard);",
                                     "    if (0)\n        fe = cb_flush_run(run, CB_WHY_flush_hazard);", "rule 5"),
     "launches-ignored": ("src/smwork.c", "    if (!cb_tracking || !may_fill(f, blocks, threads, smem))\n        return;",
@@ -79,6 +101,16 @@ def sh(cmd):
     return subprocess.run(cmd, shell=True, capture_output=True, text=True)
 
 def main():
+    if any(a in ("-h", "--help") for a in sys.argv[1:]):
+        print(__doc__)
+        print("mutants (name: rule):")
+        for name, (_, _, _, rule) in MUTANTS.items():
+            print(f"  {name}: {rule}")
+        return 0
+    unknown = [a for a in sys.argv[1:] if a not in MUTANTS]
+    if unknown:
+        print(f"unknown mutant(s): {', '.join(unknown)} (--help lists them)")
+        return 2
     names = sys.argv[1:] or list(MUTANTS)
     survived = []
     for name in names:

@@ -50,11 +50,15 @@ static const char *kname[NKIND] = {"dev", "pin", "hostalloc", "reg", "managed", 
 /* op types */
 enum {
     O_ALLOC, O_FREE, O_SCREATE, O_SDESTROY, O_COPY, O_MEMSET, O_HFUNC, O_EREC, O_EWAIT, O_ESYNC, O_EQUERY,
-    O_SSYNC, O_SQUERY, O_CSYNC, O_HWRITE, O_HREAD, O_SYNCCOPY, O_CAPTURE, O_THREADS, NOPT
+    O_SSYNC, O_SQUERY, O_CSYNC, O_HWRITE, O_HREAD, O_SYNCCOPY, O_CAPTURE, O_THREADS, O_EELAPSED, O_EDESTROY, NOPT
 };
 static const char *oname[NOPT] = {"alloc", "free", "screate", "sdestroy", "copy", "memset", "hfunc", "erec",
                                   "ewait", "esync", "equery", "ssync", "squery", "csync", "hwrite", "hread",
-                                  "synccopy", "capture", "threads"};
+                                  "synccopy", "capture", "threads", "eelapsed", "edestroy"};
+/* Events by index: without timing, with timing, blocking with timing, and
+ * interprocess (whose records cubatch must never hold back: rule 11). */
+static const unsigned evflags[NEV] = {CU_EVENT_DISABLE_TIMING, CU_EVENT_DEFAULT, CU_EVENT_BLOCKING_SYNC,
+                                      CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING};
 
 /* copy entry points */
 enum { A_ANY, A_H2D, A_D2H, A_D2D, NAPI };
@@ -428,7 +432,7 @@ static int apply(struct model *m, struct op *o, const struct view *vw, int cap)
         m->s_stale[o->s] = 1;
         return 0;
     case O_EREC: {
-        if (!vw->main || o->e < 0 || o->e >= NEV || !handle_ok(o, o->s))
+        if (o->e < 0 || o->e >= NEV || !handle_ok(o, o->s))
             return fail(m, "erec");
         int a = enqueue(m, vw, o->s);
         if (a < 0)
@@ -438,7 +442,7 @@ static int apply(struct model *m, struct op *o, const struct view *vw, int cap)
         return 0;
     }
     case O_EWAIT: {
-        if (!vw->main || o->e < 0 || o->e >= NEV || !handle_ok(o, o->s))
+        if (o->e < 0 || o->e >= NEV || !handle_ok(o, o->s))
             return fail(m, "ewait");
         int a = enqueue(m, vw, o->s);
         if (a < 0)
@@ -448,15 +452,24 @@ static int apply(struct model *m, struct op *o, const struct view *vw, int cap)
         return 0;
     }
     case O_ESYNC:
-        if (!vw->main || o->e < 0 || o->e >= NEV)
+        if (o->e < 0 || o->e >= NEV)
             return fail(m, "esync");
         if (m->ev_rec[o->e])
             vjoin(&m->vc[vw->host], &m->ev[o->e]);
         return 0;
     case O_EQUERY:
-        if (!vw->main || o->e < 0 || o->e >= NEV)
+        if (o->e < 0 || o->e >= NEV)
             return fail(m, "equery");
         return 0; /* an answer is not relied on */
+    case O_EELAPSED:
+        if (o->e < 0 || o->e >= NEV || o->val >= NEV)
+            return fail(m, "eelapsed");
+        return 0; /* an answer is not relied on (nor waited for) */
+    case O_EDESTROY:
+        if (!vw->main || o->e < 0 || o->e >= NEV)
+            return fail(m, "edestroy");
+        m->ev_rec[o->e] = 0; /* created again at once: recorded never */
+        return 0;
     case O_SSYNC:
     case O_SQUERY: {
         if (!handle_ok(o, o->s))
@@ -539,16 +552,28 @@ static int apply(struct model *m, struct op *o, const struct view *vw, int cap)
             vjoin(&m->vc[wv[w].host], &m->vc[vw->host]);
             vjoin(&m->vc[wv[w].legacy], &m->vc[vw->legacy]);
         }
+        unsigned evown[MAXW] = {0};
         for (int j = 0; j < o->nsub; j++) {
             struct op *q = &o->sub[j];
             if (q->w < 0 || q->w >= o->w || q->err)
                 return fail(m, "worker index");
-            unsigned mine = 0;
+            unsigned mine = 0, ev = 0;
             if (q->type == O_COPY || q->type == O_MEMSET || q->type == O_HFUNC || q->type == O_HWRITE ||
                 q->type == O_HREAD) {
                 mine |= 1u << q->a;
                 if (q->type == O_COPY || q->type == O_HFUNC)
                     mine |= 1u << q->b;
+            } else if (q->type == O_EREC || q->type == O_EWAIT || q->type == O_ESYNC || q->type == O_EQUERY ||
+                       q->type == O_EELAPSED) {
+                /* each event belongs to one worker of the block: which record is
+                 * the latest must not depend on the threads' interleaving */
+                ev = 1u << (q->e & 31);
+                if (q->type == O_EELAPSED)
+                    ev |= 1u << (q->val & 31);
+                for (int w = 0; w < o->w; w++)
+                    if (w != q->w && (evown[w] & ev))
+                        return fail(m, "event shared between workers");
+                evown[q->w] |= ev;
             } else if (q->type != O_SSYNC && q->type != O_SQUERY) {
                 return fail(m, "worker op type");
             }
@@ -610,7 +635,9 @@ static void print_op(FILE *f, const struct op *o, const char *indent)
     case O_EREC:
     case O_EWAIT: fprintf(f, " e=%d ptsz=%d hf=%d s=%d", o->e, o->ptsz, o->hf, o->s); break;
     case O_ESYNC:
-    case O_EQUERY: fprintf(f, " e=%d", o->e); break;
+    case O_EQUERY:
+    case O_EDESTROY: fprintf(f, " e=%d", o->e); break;
+    case O_EELAPSED: fprintf(f, " e=%d val=%u", o->e, o->val); break;
     case O_SSYNC:
     case O_SQUERY: fprintf(f, " ptsz=%d hf=%d s=%d", o->ptsz, o->hf, o->s); break;
     case O_CSYNC: break;
@@ -969,6 +996,19 @@ static void generate(uint64_t seed, int len)
                 }
             }
         }
+        if (burst && pct(12)) {
+            /* an event record between the burst's copies: a marker in its run
+             * (rule 11), observed later by any stream or thread, or recorded again */
+            memset(o, 0, sizeof *o);
+            o->w = -1;
+            o->type = O_EREC;
+            o->e = (int)rn(NEV);
+            o->s = bt.s;
+            pick_handle(o, bt.s);
+            if (try_op(o) == 0)
+                g_nops++;
+            continue;
+        }
         if (burst) {
             size_t lim = g_m.size[bt.a] < g_m.size[bt.b] ? g_m.size[bt.a] : g_m.size[bt.b];
             size_t k = lim / bt.n, i = (size_t)bi++;
@@ -1012,8 +1052,10 @@ static void generate(uint64_t seed, int len)
                     o->s = pick_stream(&g_m, &vw, &last);
                     pick_handle(o, o->s);
                 } else if (r < 30) {
-                    o->type = pct(50) ? O_ESYNC : O_EQUERY;
+                    int k = (int)rn(8);
+                    o->type = k < 3 ? O_ESYNC : k < 5 ? O_EQUERY : k < 7 ? O_EELAPSED : O_EDESTROY;
                     o->e = (int)rn(NEV);
+                    o->val = (unsigned)rn(NEV);
                 } else if (r < 42) {
                     o->type = pct(70) ? O_SSYNC : O_SQUERY;
                     o->s = pick_stream(&g_m, &vw, &last);
@@ -1106,10 +1148,13 @@ static void generate(uint64_t seed, int len)
                         continue;
                     o->type = O_THREADS;
                     o->w = 2 + (int)rn(MAXW - 1);
-                    unsigned own[MAXW] = {0};
+                    unsigned own[MAXW] = {0}, ownev[MAXW] = {0};
                     for (int i = 0; i < NSLOT; i++)
                         if (g_m.live[i] && pct(80))
                             own[rn((size_t)o->w)] |= 1u << i;
+                    for (int i = 0; i < NEV; i++)
+                        if (pct(60))
+                            ownev[rn((size_t)o->w)] |= 1u << i;
                     int k = 2 + (int)rn(20);
                     o->sub = calloc((size_t)k, sizeof(struct op));
                     int wl[MAXW];
@@ -1128,6 +1173,19 @@ static void generate(uint64_t seed, int len)
                             if (gen_stream_op(q, &g_m, &wv, s, own[w], 0))
                                 continue;
                             q->err = 0;
+                        } else if (rr < 84 && ownev[w]) {
+                            /* the worker's own events, on its streams */
+                            memset(q, 0, sizeof *q);
+                            int k = (int)rn(10);
+                            q->type = k < 4 ? O_EREC : k < 6 ? O_EWAIT : k < 7 ? O_ESYNC : k < 8 ? O_EQUERY : O_EELAPSED;
+                            do
+                                q->e = (int)rn(NEV);
+                            while (!(ownev[w] >> q->e & 1));
+                            do
+                                q->val = (unsigned)rn(NEV);
+                            while (!(ownev[w] >> q->val & 1));
+                            q->s = s;
+                            pick_handle(q, s);
                         } else if (rr < 90) {
                             memset(q, 0, sizeof *q);
                             q->type = pct(70) ? O_SSYNC : O_SQUERY;
@@ -1355,6 +1413,21 @@ static void host_read(struct out *out, const struct op *o, const char *label)
     outf(out, "obs %s %016llx\n", label, (unsigned long long)hash_bytes(g_ptr[o->a] + o->ao, o->n));
 }
 
+/* an event op of a worker thread (also elapsed times in the main thread) */
+static CUresult do_event_op(const struct op *o)
+{
+    float ms;
+    switch (o->type) {
+    case O_EREC: return o->ptsz ? cuEventRecord_ptsz(g_ev[o->e], handle(o, o->s)) : cuEventRecord(g_ev[o->e], handle(o, o->s));
+    case O_EWAIT:
+        return o->ptsz ? cuStreamWaitEvent_ptsz(handle(o, o->s), g_ev[o->e], 0)
+                       : cuStreamWaitEvent(handle(o, o->s), g_ev[o->e], 0);
+    case O_ESYNC: return cuEventSynchronize(g_ev[o->e]);
+    case O_EQUERY: return cuEventQuery(g_ev[o->e]);
+    default: return o->val & 1 ? cuEventElapsedTime_v2(&ms, g_ev[o->e], g_ev[o->val]) : cuEventElapsedTime(&ms, g_ev[o->e], g_ev[o->val]);
+    }
+}
+
 struct worker {
     struct op *parent;
     int w;
@@ -1380,6 +1453,11 @@ static void *worker_main(void *p)
         case O_HFUNC: record_rc(&wk->out, label, do_stream_op(q, handle(q, q->s))); break;
         case O_SSYNC:
         case O_SQUERY: record_rc(&wk->out, label, do_ssync(q)); break;
+        case O_EREC:
+        case O_EWAIT:
+        case O_ESYNC:
+        case O_EQUERY:
+        case O_EELAPSED: record_rc(&wk->out, label, do_event_op(q)); break;
         case O_HWRITE: fill_pattern(g_ptr[q->a] + q->ao, q->n, q->val); break;
         case O_HREAD: host_read(&wk->out, q, label); break;
         }
@@ -1395,7 +1473,7 @@ static void execute(struct op *ops, int n)
         (rc = cuCtxSetCurrent(g_ctx)))
         die("setup failed: %d", (int)rc);
     for (int i = 0; i < NEV; i++)
-        if ((rc = cuEventCreate(&g_ev[i], CU_EVENT_DISABLE_TIMING)))
+        if ((rc = cuEventCreate(&g_ev[i], evflags[i])))
             die("event create: %d", (int)rc);
     g_relaxed = 0;
     for (int i = 0; i < n; i++) {
@@ -1474,6 +1552,12 @@ static void execute(struct op *ops, int n)
             break;
         case O_ESYNC: record_rc(&g_out, label, cuEventSynchronize(g_ev[o->e])); break;
         case O_EQUERY: record_rc(&g_out, label, cuEventQuery(g_ev[o->e])); break;
+        case O_EELAPSED: record_rc(&g_out, label, do_event_op(o)); break;
+        case O_EDESTROY:
+            record_rc(&g_out, label, cuEventDestroy_v2(g_ev[o->e]));
+            if ((rc = cuEventCreate(&g_ev[o->e], evflags[o->e])))
+                die("event create: %d", (int)rc);
+            break;
         case O_SSYNC:
         case O_SQUERY: record_rc(&g_out, label, do_ssync(o)); break;
         case O_CSYNC:

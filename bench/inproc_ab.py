@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""In-process A/B of cubatch for PyTorch and JAX copy patterns.
+
+PyTorch and JAX process times are bimodal on the lent H200 (the same
+configuration runs 1.0 ms or 2.0 ms from one process to the next), so comparing
+processes cannot see a 20% effect.  This script runs inside ONE process with
+libcubatch.so preloaded and switches cubatch on and off between rounds through
+cubatch_set_enabled() (found with ctypes.CDLL(None)):
+
+    on    cubatch_set_enabled(1): copies are deferred and batched
+    off   cubatch_set_enabled(0): every copy passes straight through
+    off2  the same as off, timed separately: the A/A column
+
+Each round runs the three in a rotating order (so that none always follows the
+same one); each timing is the median of --iters iterations after --warm, and
+the report gives, per variant, the median over rounds of each and of the
+per-round ratios off/on (cubatch's speed-up) and off/off2 (the noise floor):
+a speed-up inside the A/A spread is not a result.
+
+  LD_PRELOAD=src/.libs/libcubatch.so CUBATCH_STATS=json CUBATCH_STATS_FILE=/tmp/s.json \\
+      taskset -c 3 python3 bench/inproc_ab.py torch [--rounds 9] [--iters 30]
+  LD_PRELOAD=src/.libs/libcubatch.so taskset -c 3 python3 bench/inproc_ab.py jax
+
+torch variants: a Python loop of dst.copy_(src, non_blocking=True) on the default
+stream (PyTorch's: the legacy stream) and on a side stream, 256 x 4 KiB and
+256 x 64 KiB pinned host to device; torch._foreach_copy_ of 256 x 4 KiB.
+The pace rule (CUBATCH_SLOW_NS) decides whether a Python loop's copies are
+deferred at all: run once with the default and once with CUBATCH_SLOW_NS=1000000000
+(never slow) to see whether deferring them gains.
+jax variants: jax.device_put of a pytree of 512 float32 arrays of 1024 elements
+(4 KiB), and of 64 arrays of 16384 (64 KiB), then block_until_ready; the share of
+host-to-device copies batched in the "on" rounds comes from cubatch's counters
+(cubatch_stats_json), as does the table of calls that ended runs.
+Output: a Markdown table on stdout, and with --json FILE one JSON object per
+variant and round.  Exit: 0 done, 2 usage, 77 the framework or the library is
+missing (said on stderr).
+"""
+import argparse
+import ctypes
+import json
+import statistics
+import sys
+import time
+
+
+def load_cubatch():
+    lib = ctypes.CDLL(None)
+    try:
+        setf = lib.cubatch_set_enabled
+        stats = lib.cubatch_stats_json
+    except AttributeError:
+        return None
+    setf.argtypes = [ctypes.c_int]
+    setf.restype = ctypes.c_int
+    stats.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    stats.restype = ctypes.c_size_t
+
+    def counters():
+        n = stats(None, 0) + 1
+        buf = ctypes.create_string_buffer(n + 4096)
+        stats(buf, len(buf))
+        return json.loads(buf.value.decode())
+
+    return setf, counters
+
+
+def torch_variants(iters):
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    side = torch.cuda.Stream()
+    out = []
+    for elems, label in ((1024, "4K"), (16384, "64K")):
+        srcs = [torch.randn(elems).pin_memory() for _ in range(256)]
+        dsts = [torch.empty(elems, device="cuda") for _ in range(256)]
+
+        def pyloop(srcs=srcs, dsts=dsts):
+            for d, s in zip(dsts, srcs):
+                d.copy_(s, non_blocking=True)
+
+        def checker(fn, srcs=srcs, dsts=dsts):
+            def check():
+                for d in dsts:
+                    d.fill_(-1.0)
+                torch.cuda.synchronize()
+                fn()
+                return all(torch.equal(d.cpu(), s) for d, s in zip(dsts, srcs))
+            return check
+
+        def on_default(fn=pyloop):
+            fn()
+            torch.cuda.synchronize()
+
+        def on_side(fn=pyloop):
+            with torch.cuda.stream(side):
+                fn()
+            torch.cuda.synchronize()
+
+        out.append((f"pyloop default 256x{label}", on_default, checker(on_default)))
+        out.append((f"pyloop side 256x{label}", on_side, checker(on_side)))
+        if label == "4K":
+            def foreach(srcs=srcs, dsts=dsts):
+                torch._foreach_copy_(dsts, srcs, non_blocking=True)
+                torch.cuda.synchronize()
+            out.append(("foreach default 256x4K", foreach, checker(foreach)))
+    return out
+
+
+def jax_variants(iters):
+    try:
+        import jax
+        import numpy as np
+    except ImportError:
+        return None
+    out = []
+    for n, elems, label in ((512, 1024, "512x4K"), (64, 16384, "64x64K")):
+        rng = np.random.default_rng(n)
+        tree = {f"p{i}": rng.standard_normal(elems, dtype=np.float32) for i in range(n)}
+
+        def put(tree=tree):
+            jax.block_until_ready(jax.device_put(tree))
+
+        def check(tree=tree):
+            got = jax.device_get(jax.device_put(tree))
+            return all(np.array_equal(got[k], v) for k, v in tree.items())
+
+        out.append((f"device_put pytree {label}", put, check))
+    return out
+
+
+def timed(fn, iters, warm):
+    for _ in range(warm):
+        fn()
+    t = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        fn()
+        t.append((time.perf_counter() - t0) * 1e6)
+    return statistics.median(t)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("what", choices=("torch", "jax"))
+    ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--iters", type=int, default=30)
+    ap.add_argument("--warm", type=int, default=5)
+    ap.add_argument("--json", help="write one JSON object per variant and round here")
+    a = ap.parse_args()
+    if a.rounds < 1 or a.iters < 1 or a.warm < 0:
+        print("inproc_ab: --rounds and --iters must be >= 1, --warm >= 0", file=sys.stderr)
+        return 2
+    cb = load_cubatch()
+    if cb is None:
+        print("inproc_ab: cubatch_set_enabled not found: run with LD_PRELOAD=libcubatch.so", file=sys.stderr)
+        return 77
+    set_enabled, counters = cb
+    variants = (torch_variants if a.what == "torch" else jax_variants)(a.iters)
+    if variants is None:
+        print(f"inproc_ab: {a.what} (with a GPU) is not available", file=sys.stderr)
+        return 77
+    for name, _, check in variants:
+        for on in (1, 0):
+            set_enabled(on)
+            if not check():
+                print(f"inproc_ab: {name}: wrong bytes (cubatch {'on' if on else 'off'})", file=sys.stderr)
+                return 1
+    configs = ("on", "off", "off2")
+    rows = {name: {c: [] for c in configs} for name, _, _ in variants}
+    share = {name: [0, 0] for name, _, _ in variants}  # batched, host-to-device copies in "on"
+    log = open(a.json, "w") if a.json else None
+    for r in range(a.rounds):
+        for vi, (name, fn, _) in enumerate(variants):
+            k = (r + vi) % len(configs)
+            order = configs[k:] + configs[:k]
+            if r % 2:
+                order = order[::-1]
+            for c in order:
+                set_enabled(c == "on")
+                before = counters()["counters"]
+                us = timed(fn, a.iters, a.warm)
+                after = counters()["counters"]
+                rows[name][c].append(us)
+                if c == "on":
+                    share[name][0] += (after["batched_copies"] - before["batched_copies"] +
+                                       after["kernel_copies"] - before["kernel_copies"])
+                    share[name][1] += after["copies_h2d"] - before["copies_h2d"]
+                if log:
+                    log.write(json.dumps({"variant": name, "round": r, "config": c, "median_us": us}) + "\n")
+    set_enabled(1)
+    if log:
+        log.close()
+    print(f"| {a.what} variant | on µs | off µs | off2 µs | off/on (min–max) | A/A off/off2 (min–max) "
+          f"| h2d copies batched (on) |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for name, _, _ in variants:
+        m = {c: statistics.median(rows[name][c]) for c in configs}
+        sp = [o / n for o, n in zip(rows[name]["off"], rows[name]["on"])]
+        aa = [o / n for o, n in zip(rows[name]["off"], rows[name]["off2"])]
+        b, h = share[name]
+        print(f"| {name} | {m['on']:.1f} | {m['off']:.1f} | {m['off2']:.1f} | "
+              f"{statistics.median(sp):.2f} ({min(sp):.2f}–{max(sp):.2f}) | "
+              f"{statistics.median(aa):.2f} ({min(aa):.2f}–{max(aa):.2f}) | "
+              f"{'–' if not h else f'{100 * b / h:.0f}% of {h}'} |")
+    ended = counters().get("runs_ended_by", {})
+    if ended:
+        print("\nruns ended by (whole process): " + ", ".join(f"{k} {v}" for k, v in
+                                                            sorted(ended.items(), key=lambda x: -x[1])))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

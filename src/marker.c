@@ -1,0 +1,159 @@
+/* marker.c - event records that ride in runs, and the calls that observe them
+ * (DESIGN.md rule 11; the MARKER, EVENT*, WAIT, GRAPH_LAUNCH and LAUNCH_CONFIG
+ * rows of hooks.def).
+ *
+ * A record (default flags) of an event cubatch knows to be safe, on a stream
+ * whose run holds copies, is queued in that run as a marker instead of
+ * flushing it; the run's copies go out first, then its markers in record order,
+ * on the run's stream (engine.c; another thread's per-thread run: on the side
+ * stream, after its side submission, which waits for everything the owner put
+ * on its stream before the run opened or after a copy passed ahead of it).  A
+ * marker thus only moves later, past copies of its own stream: the event
+ * completes no sooner than the program asked, and no copy gains a dependency.
+ *
+ * It must not be observed early, so every call that could observe the event
+ * first submits the run holding its record: query, synchronize, elapsed time,
+ * a stream wait on any stream, destroy, an IPC handle, graph nodes that take
+ * it, a new record of it anywhere (the driver keeps only the latest record:
+ * the older one must not land after the newer), and a launch whose attributes
+ * name it.  A graph launch submits every marker: a graph may record or wait for
+ * events through nodes cubatch never saw (captured, cloned, set through generic
+ * node parameters).  What already flushes the stream or the context (stream
+ * synchronize, capture begin, context synchronize, ...) submits the markers with
+ * the copies.
+ *
+ * Not deferred, so flushing as any call naming the stream: interprocess events
+ * (another process may wait on them without a call cubatch sees), records with
+ * CU_EVENT_RECORD_EXTERNAL, records on a capturing stream (its run holds no
+ * copies), events cubatch did not see created, and events of another context
+ * than the stream's (the driver refuses those: it must say so at the call). */
+#include "run.h"
+#include "stats.h"
+
+/* The run holding e's latest record goes out (lock held). */
+static CUresult flush_holder(CUevent e)
+{
+    struct cb_event *ev = cb_event_find(e);
+    if (!ev || !ev->run)
+        return CUDA_SUCCESS;
+    return cb_flush_run(ev->run, CB_WHY_flush_event); /* clears ev->run (run.c) */
+}
+
+static CUresult first_error(CUresult a, CUresult b) { return a != CUDA_SUCCESS ? a : b; }
+
+CUresult cb_marker_record(int hook, int ptsz, CUevent e, CUstream s, unsigned int flags, int *queued)
+{
+    *queued = 0;
+    if (cb_runs_locked_here() || !cb_runs_active())
+        return CUDA_SUCCESS; /* nothing is queued anywhere: it goes out as it came */
+    enum cb_stream_kind sk = cb_stream_kind(s, ptsz);
+    CUcontext cur = NULL;
+    if (sk != CB_SK_CREATED && (!cb_drv.cuCtxGetCurrent || cb_drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS))
+        cur = NULL;
+    struct cb_run_key key = cb_run_key_of(s, sk, cur);
+    cb_runs_lock();
+    CUresult rc = CUDA_SUCCESS;
+    struct cb_event *ev = cb_event_find(e);
+    struct cb_run *run = cb_run_find(&key);
+    int safe = ev && !(ev->flags & CU_EVENT_INTERPROCESS) && flags == 0 && !cb_flush_closed() && !cb_flush_paused();
+    int defer = safe && run && run->q.n > 0 && ev->ctx == run->facts.ctx &&
+                (sk == CB_SK_CREATED || cur == run->facts.ctx);
+    /* A new record of the event: its older one must reach the driver first. */
+    if (ev && ev->run && !(defer && ev->run == run))
+        rc = flush_holder(e);
+    if (defer) {
+        /* the record follows what rule 3 orders it after, as the run's copies do */
+        rc = first_error(rc, cb_flush_cross_locked(s, sk));
+        struct cb_marker m = {e, s, flags, (unsigned char)hook};
+        if (run->q.n > 0 && !cb_run_mark(run, &m)) {
+            ev->run = run;
+            cb_run_set_active(run);
+            CB_COUNT(markers);
+            *queued = 1;
+            cb_runs_unlock();
+            return rc;
+        }
+    }
+    cb_runs_unlock();
+    /* Not queued (an empty run, say: the record right after a burst's first
+     * copy).  A record that could have been does not end the burst either, so
+     * that copy, record, copy, record... still batches. */
+    return first_error(rc, cb_flush_stream(s, ptsz, safe ? CB_WHY_flush_wait : CB_WHY_flush_stream));
+}
+
+CUresult cb_event_observe(CUevent a, CUevent b)
+{
+    if (cb_runs_locked_here() || !cb_runs_marked())
+        return CUDA_SUCCESS;
+    cb_runs_lock();
+    CUresult rc = flush_holder(a);
+    if (b)
+        rc = first_error(rc, flush_holder(b));
+    cb_runs_unlock();
+    return rc;
+}
+
+CUresult cb_flush_wait(CUstream s, int ptsz, CUevent e)
+{
+    CUresult rc = cb_event_observe(e, NULL);
+    return first_error(rc, cb_flush_stream(s, ptsz, CB_WHY_flush_wait));
+}
+
+CUresult cb_flush_graph_launch(CUstream s, int ptsz)
+{
+    CUresult rc = CUDA_SUCCESS;
+    if (!cb_runs_locked_here() && cb_runs_marked()) {
+        cb_runs_lock();
+        struct cb_run *run, *tmp;
+        CB_RUNS_EACH(run, tmp) {
+            if (run->q.nmarks > 0)
+                rc = first_error(rc, cb_flush_run(run, CB_WHY_flush_event));
+        }
+        cb_runs_unlock();
+    }
+    return first_error(rc, cb_flush_stream(s, ptsz, CB_WHY_flush_stream));
+}
+
+CUresult cb_flush_launch_config(const CUlaunchConfig *cfg, int ptsz)
+{
+    CUresult rc = CUDA_SUCCESS;
+    if (cfg && cfg->attrs && !cb_runs_locked_here() && cb_runs_marked()) {
+        cb_runs_lock();
+        for (unsigned int i = 0; i < cfg->numAttrs; i++) {
+            const CUlaunchAttribute *a = &cfg->attrs[i];
+            if (a->id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT)
+                rc = first_error(rc, flush_holder(a->value.programmaticEvent.event));
+            else if (a->id == CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT)
+                rc = first_error(rc, flush_holder(a->value.launchCompletionEvent.event));
+        }
+        cb_runs_unlock();
+    }
+    return first_error(rc, cb_flush_stream(cfg ? cfg->hStream : NULL, ptsz, CB_WHY_flush_stream));
+}
+
+void cb_event_created(CUevent *ph, unsigned int flags, CUresult rc)
+{
+    if (rc != CUDA_SUCCESS || !ph || !*ph || cb_runs_locked_here())
+        return;
+    CUcontext cur = NULL;
+    if (!cb_drv.cuCtxGetCurrent || cb_drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || !cur)
+        return; /* unknown: its records pass through */
+    cb_runs_lock();
+    cb_event_add(*ph, flags, cur);
+    cb_runs_unlock();
+}
+
+void cb_event_forget(CUevent e, CUresult rc)
+{
+    if (rc != CUDA_SUCCESS || !e || cb_runs_locked_here())
+        return;
+    cb_runs_lock();
+    cb_event_drop(e); /* its handle may come back for another event */
+    cb_runs_unlock();
+}
+
+void cb_event_foreign(CUevent *ph, CUresult rc)
+{
+    if (rc == CUDA_SUCCESS && ph)
+        cb_event_forget(*ph, rc);
+}
