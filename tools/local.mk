@@ -22,3 +22,12 @@ cubatch-report: $(srcdir)/tools/cubatch-report.in $(srcdir)/src/stats.def Makefi
 # Reports of several processes, summed per host and in total.
 TESTS += tests/check_report.sh
 EXTRA_DIST += tests/check_report.sh
+
+# Packaging: the Debian packages (tools/check-deb.sh builds, lints, installs and
+# runs them) and the Python wheel (tools/build-wheel.sh, tools/check-wheel.sh).
+EXTRA_DIST += tools/check-deb.sh tools/run-installed-demo.sh \
+	debian/control debian/rules debian/changelog debian/copyright debian/source/format \
+	debian/libcubatch0.install debian/cubatch.install debian/libcubatch-dev.install \
+	debian/not-installed debian/libcubatch0.triggers debian/libcubatch0.lintian-overrides
+EXTRA_DIST += tools/build-wheel.sh tools/make-wheel.py tools/check-wheel.sh \
+	python/cubatch/__init__.py python/cubatch/__main__.py python/cubatch/_launch.py
