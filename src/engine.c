@@ -18,6 +18,7 @@
  * the side stream, fenced (ptds.c). */
 #include "engine.h"
 #include "copy_kernel.h"
+#include "nvtx.h" /* issue 19: profiler ranges (submit_on) */
 #include "stats.h"
 
 int cb_batching;
@@ -149,6 +150,7 @@ static CUresult submit_on(const struct cb_copies *c, const struct cb_stream_fact
     const struct cb_engine *e = cb_engines;
     while (!e->takes(c, f))
         e++;
+    cb_nvtx_submit_begin(c, e->name); /* issue 19: a profiler's range for this submission (nvtx.c) */
     CUstream own = f->ptds ? CU_STREAM_PER_THREAD : f->legacy ? CU_STREAM_LEGACY : f->stream;
     CUstream stream = side ? side : e->per_copy_streams ? NULL : own;
     CUresult first = CUDA_SUCCESS;
@@ -164,6 +166,7 @@ static CUresult submit_on(const struct cb_copies *c, const struct cb_stream_fact
         if (rc != CUDA_SUCCESS && first == CUDA_SUCCESS)
             first = rc;
     }
+    cb_nvtx_submit_end(); /* issue 19: the range's end */
     return first;
 }
 

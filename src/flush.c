@@ -5,6 +5,7 @@
  * column of hooks.def; the decision to flush on the copy path is copy.c's. */
 #include "run.h"
 #include "stats.h"
+#include "nvtx.h" /* issue 19: profiler ranges (cb_flush_run) */
 
 static int cb_closed; /* after the final flush at exit: nothing more is deferred */
 
@@ -25,6 +26,7 @@ CUresult cb_flush_run(struct cb_run *run, enum cb_flush_why why)
         cb_bump(&cb_stats_thread()->v[cb_flush_stat(why)], 1);
         if (run->facts.legacy)
             CB_COUNT(legacy_runs);
+        cb_nvtx_flush(why); /* issue 19: the reason, for a profiler's range and marker (nvtx.c) */
         rc = cb_engine_submit(&run->q, &run->facts, owner);
         cb_run_clear(run);
     } else if (owner && run->facts.fence.ev_join) {
