@@ -31,3 +31,4 @@ EXTRA_DIST += tools/check-deb.sh tools/run-installed-demo.sh \
 	debian/not-installed debian/libcubatch0.triggers debian/libcubatch0.lintian-overrides
 EXTRA_DIST += tools/build-wheel.sh tools/make-wheel.py tools/check-wheel.sh \
 	python/cubatch/__init__.py python/cubatch/__main__.py python/cubatch/_launch.py
+EXTRA_DIST += bench/nvtx-cost.sh
