@@ -12,6 +12,7 @@ if command -v groff >/dev/null 2>&1; then
     render() { groff -ww -man -z "$1" 2>&1; }
     how='groff -ww -man -z'
 elif command -v man >/dev/null 2>&1; then
+    # shellcheck disable=SC2069 # the warnings (stderr) only, not the page
     render() { man --warnings -l "$1" 2>&1 >/dev/null; }
     how='man --warnings -l'
 else

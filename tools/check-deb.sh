@@ -27,7 +27,7 @@ say() { printf '\n==> check-deb: %s\n' "$*"; }
 [ "$(id -u)" -eq 0 ] || { echo "check-deb: run as root (dpkg -i)" >&2; exit 2; }
 [ -f "$src/Makefile" ] || { echo "check-deb: configure and build the tree first" >&2; exit 2; }
 
-need='debhelper dh-autoreconf dpkg-dev fakeroot lintian man-db python3'
+need='build-essential debhelper dh-autoreconf dpkg-dev fakeroot lintian man-db python3'
 missing=''
 for p in $need; do
     dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
@@ -69,7 +69,10 @@ lintian --fail-on error,warning --display-info "$changes"
 lintian --show-overrides "$changes" 2>/dev/null | grep '^O: ' || true
 
 say "dpkg -i"
-debs=$(ls "$work"/*.deb | grep -v -- '-dbgsym_')
+debs=''
+for d in "$work"/*.deb; do
+    case $d in *-dbgsym_*) ;; *) debs="$debs $d" ;; esac
+done
 dpkg -r cubatch libcubatch-dev libcubatch0 >/dev/null 2>&1 || true
 # A minimal Debian image excludes /usr/share/man from packages (dpkg.cfg.d); the
 # man pages are part of the test, so include them back.

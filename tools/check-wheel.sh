@@ -25,6 +25,7 @@ trap 'rm -rf "$work"' EXIT
 if ! python3 -m venv "$work/probe-venv" >/dev/null 2>&1; then
     [ "$(id -u)" -eq 0 ] || { echo "check-wheel: python3 -m venv does not work: install python3-venv" >&2; exit 2; }
     say "installing python3-venv"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv python3-pip >/dev/null
 fi
 rm -rf "$work/probe-venv"
