@@ -3,9 +3,9 @@
 # it into a fresh venv, and check it as a user would:
 #   - the wheel holds only cubatch/ and its .dist-info, and auditwheel agrees with
 #     its platform tag (auditwheel is installed from PyPI into a venv of its own);
-#   - the demo runs under the venv's `cubatch` console script against the
-#     simulated driver, the toolkit's folders off PATH and LD_LIBRARY_PATH
-#     (tools/run-installed-demo.sh), and `python -m cubatch` is the same launcher;
+#   - the demo runs under the venv's `cubatch` console script, and under
+#     `python -m cubatch`, against the simulated driver, the toolkit's folders off
+#     PATH and LD_LIBRARY_PATH (tools/run-installed-demo.sh): the same launcher;
 #   - the module's answers without the preload (loaded() False, flush() a no-op,
 #     stats() and set_enabled() raise NotLoadedError) and with it (loaded(),
 #     stats() as a dict, flush(), set_enabled() or its clear error when the
@@ -66,6 +66,9 @@ deps=$(ldd "$lib" | awk '{print $1}' | grep -v -E '^(linux-vdso|/lib64/ld-linux|
 
 say "the demo under the venv's cubatch console script"
 CUBATCH_BUILDDIR=$src "$src/tools/run-installed-demo.sh" "$work/venv/bin/cubatch" "$lib" || fail=1
+printf '#!/bin/sh\nexec "%s" -m cubatch "$@"\n' "$py" >"$work/python-m-cubatch" && chmod +x "$work/python-m-cubatch"
+say "the demo under python -m cubatch"
+CUBATCH_BUILDDIR=$src "$src/tools/run-installed-demo.sh" "$work/python-m-cubatch" "$lib" || fail=1
 v=$("$py" -m cubatch --version 2>&1)
 printf '%s\n' "$v" | grep -qx "library: $lib" && ok "python -m cubatch --version: the package's library" || bad "python -m cubatch: $v"
 "$py" -m cubatch --no-such-flag true >/dev/null 2>&1 && rc=0 || rc=$?
