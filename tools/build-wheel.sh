@@ -10,6 +10,8 @@
 # launcher, cubatch-report and the Python module python/cubatch into
 # DIR/cubatch-VERSION-py3-none-manylinux_2_N_ARCH.whl (DIR: _build/wheel).
 # The CUDA toolkit is found as by ./configure (nvcc on PATH, or --with-cuda=DIR).
+# The same tree gives the same wheel, byte for byte (SOURCE_DATE_EPOCH dates the
+# entries; the build folder stays out of the binaries).
 # Prints the wheel's path last.  Then: pip install DIR/cubatch-*.whl
 set -eu
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -39,7 +41,11 @@ else
 fi
 prefix=/opt/cubatch   # never used at run time: the console script names the library
 say "configure $*; make; make install"
-(cd "$tree" && ./configure --prefix="$prefix" "$@" >"$work/configure.log" 2>&1) ||
+# The build folder's name stays out of the binaries (debug paths, and so the
+# build id): the same tree gives the same library wherever it is built.
+map="-ffile-prefix-map=$tree=/usr/src/cubatch"
+(cd "$tree" && ./configure --prefix="$prefix" CFLAGS="${CFLAGS:--g -O2} $map" CCASFLAGS="${CCASFLAGS:--g -O2} $map" \
+    "$@" >"$work/configure.log" 2>&1) ||
     { tail -30 "$work/configure.log" >&2; exit 1; }
 grep -q '^#define CB_KERNEL_ENGINE 1' "$tree/config.h" ||
     { echo "build-wheel: configure found no nvcc: the wheel would lack the copy kernel (put nvcc on PATH or pass --with-cuda=DIR)" >&2; exit 1; }

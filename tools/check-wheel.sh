@@ -1,8 +1,9 @@
 #!/bin/sh
 # check-wheel.sh - build the wheel from the tree (tools/build-wheel.sh), install
 # it into a fresh venv, and check it as a user would:
-#   - the wheel holds only cubatch/ and its .dist-info, and auditwheel agrees with
-#     its platform tag (auditwheel is installed from PyPI into a venv of its own);
+#   - two builds give the same bytes; the wheel holds only cubatch/ and its
+#     .dist-info; auditwheel agrees with its platform tag (auditwheel is
+#     installed from PyPI into a venv of its own);
 #   - the demo runs under the venv's `cubatch` console script, and under
 #     `python -m cubatch`, against the simulated driver, the toolkit's folders off
 #     PATH and LD_LIBRARY_PATH (tools/run-installed-demo.sh): the same launcher;
@@ -33,6 +34,8 @@ rm -rf "$work/probe-venv"
 say "tools/build-wheel.sh"
 whl=$("$src/tools/build-wheel.sh" --out "$work/dist" | tail -1)
 [ -f "$whl" ] || { echo "check-wheel: tools/build-wheel.sh made no wheel" >&2; exit 1; }
+whl2=$("$src/tools/build-wheel.sh" --out "$work/dist2" | tail -1)
+if cmp -s "$whl" "$whl2"; then ok "built twice: the same bytes"; else bad "two builds of the same tree differ"; fi
 echo "check-wheel: built $whl"
 
 names=$(python3 -c 'import sys, zipfile; print("\n".join(zipfile.ZipFile(sys.argv[1]).namelist()))' "$whl")
