@@ -2,14 +2,15 @@
 # first two is printed from src/options.def by tools/options-doc --roff (the same
 # program that prints the README's table and the launcher's --help), in place of
 # the line @CUBATCH_OPTIONS_ROFF@; installed paths are filled in here.
-man_MANS = man/cubatch.1 man/cubatch.7 man/cubatch-report.1
+# nodist: they hold the configured paths, so each build makes its own
+nodist_man_MANS = man/cubatch.1 man/cubatch.7 man/cubatch-report.1
 EXTRA_DIST += man/cubatch.1.in man/cubatch.7.in man/cubatch-report.1.in
-CLEANFILES += $(man_MANS) man/options.roff
+CLEANFILES += $(nodist_man_MANS) man/options.roff
 
 man/options.roff: tools/options-doc$(EXEEXT)
 	$(AM_V_GEN)$(MKDIR_P) man && tools/options-doc$(EXEEXT) --roff >$@.tmp && mv $@.tmp $@
 
-man/cubatch.1 man/cubatch.7 man/cubatch-report.1: man/options.roff Makefile
+$(nodist_man_MANS): man/options.roff Makefile
 	$(AM_V_GEN)$(MKDIR_P) man && \
 	sed -e 's|@libdir[@]|$(libdir)|g' \
 	    -e 's|@pkglibexecdir[@]|$(pkglibexecdir)|g' \
