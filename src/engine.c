@@ -21,6 +21,7 @@
  * after all of its copies, on the same stream, in record order (rule 11). */
 #include "engine.h"
 #include "copy_kernel.h"
+#include "nvtx.h"
 #include "smwork.h"
 #include "stats.h"
 
@@ -202,6 +203,7 @@ static CUresult submit_on(const struct cb_copies *c, struct cb_stream_facts *f, 
     const struct cb_engine *e = cb_engines;
     while (!e->takes(c, f))
         e++;
+    cb_nvtx_submit_begin(c, e->name); /* a profiler's range for this submission (nvtx.c) */
     CUstream own = f->ptds ? CU_STREAM_PER_THREAD : f->legacy ? CU_STREAM_LEGACY : f->stream;
     CUstream stream = side ? side : e->per_copy_streams ? NULL : own;
     CUresult first = CUDA_SUCCESS;
@@ -217,6 +219,7 @@ static CUresult submit_on(const struct cb_copies *c, struct cb_stream_facts *f, 
         if (rc != CUDA_SUCCESS && first == CUDA_SUCCESS)
             first = rc;
     }
+    cb_nvtx_submit_end();
     return first;
 }
 

@@ -6,6 +6,7 @@
 #include "run.h"
 #include "smwork.h"
 #include "stats.h"
+#include "nvtx.h"
 
 static int cb_closed; /* after the final flush at exit: nothing more is deferred */
 
@@ -38,6 +39,7 @@ CUresult cb_flush_run(struct cb_run *run, enum cb_flush_why why)
             cb_stat_run_ended(); /* the call this thread is in, if any */
         if (run->facts.legacy)
             CB_COUNT(legacy_runs);
+        cb_nvtx_flush(why); /* the reason, for a profiler's range and marker (nvtx.c) */
         rc = cb_engine_submit(&run->q, &run->facts, owner);
         cb_run_clear(run);
     } else if (owner && run->facts.fence.ev_join) {

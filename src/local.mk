@@ -38,3 +38,6 @@ src/copy_kernel.fatbin: $(srcdir)/src/copy_kernel.cu $(srcdir)/src/copy_kernel.h
 src/copy_kernel_image.lo: src/copy_kernel.fatbin
 CLEANFILES += src/copy_kernel.fatbin
 endif
+
+# NVTX ranges for profilers (issue 19; compiled away without the nvtx3 headers).
+src_libcubatch_core_la_SOURCES += src/nvtx.h src/nvtx.c

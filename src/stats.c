@@ -203,8 +203,13 @@ size_t cb_stats_json(char *buf, size_t len)
     uint64_t v[CB_STAT_COUNT], calls[CB_HOOK_COUNT], ended[CB_HOOK_COUNT];
     merge(v, calls, ended);
     struct cb_out o = {buf, len, 0};
-    out(&o, "{\"cubatch\":\"%s\",\"pid\":%d,\"batching\":%s,\"reason\":\"%s\",\"entry_points\":{",
-        PACKAGE_VERSION, (int)getpid(), cb_batching_on ? "true" : "false", cb_batching_reason);
+    /* the host, for tools/cubatch-report's per-host sums: JSON-safe characters only */
+    char host[HOST_NAME_MAX + 1] = "unknown-host";
+    if (gethostname(host, sizeof host - 1) == 0)
+        for (char *c = host; *c; c++)
+            *c = isalnum((unsigned char)*c) || *c == '.' || *c == '-' || *c == '_' ? *c : '?';
+    out(&o, "{\"cubatch\":\"%s\",\"pid\":%d,\"host\":\"%s\",\"batching\":%s,\"reason\":\"%s\",\"entry_points\":{",
+        PACKAGE_VERSION, (int)getpid(), host, cb_batching_on ? "true" : "false", cb_batching_reason);
     const char *sep = "";
     for (size_t i = 0; i < CB_HOOK_COUNT; i++)
         if (cb_hook_rows[i].is_copy) {

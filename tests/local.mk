@@ -2,6 +2,7 @@
 include $(srcdir)/tests/sim/local.mk
 include $(srcdir)/tests/unit.mk
 include $(srcdir)/tests/gpu/local.mk
+include $(srcdir)/tests/nvtx.mk
 
 # Operations (tests/check_ops.c): reports from many processes and across fork,
 # log levels and quoting, unknown CUBATCH_ names, processes without CUDA.

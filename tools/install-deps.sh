@@ -8,10 +8,12 @@
 #   libgl-dev libegl-dev libvdpau-dev               headers cudaGL.h, cudaEGL.h and
 #                                                   cudaVDPAU.h need (the GL/EGL
 #                                                   interop calls cubatch wraps)
+#   groff-base                                      make check renders the man pages
+#   python3                                         cubatch-report and its test
 # The CUDA toolkit itself is not a Debian package here: nvcc on PATH, or
 # ./configure --with-cuda=DIR.
 set -eu
-packages="autoconf automake libtool pkg-config make gcc uthash-dev check valgrind libgl-dev libegl-dev libvdpau-dev"
+packages="autoconf automake libtool pkg-config make gcc uthash-dev check valgrind libgl-dev libegl-dev libvdpau-dev groff-base python3"
 say() { printf '\n==> %s\n' "$*"; }
 if ! command -v apt-get >/dev/null 2>&1; then
     say "no apt-get: install these (or your system's equivalents) yourself: $packages"

@@ -6,6 +6,8 @@
  *                                --NAME=VALUE  (CUBATCH_NAME, default D[, range]) doc
  *   options-doc --shell        one case arm per option for the launcher's flag
  *                              parser:  NAME) echo TYPE ;;  (NAME spelled as the flag)
+ *   options-doc --roff         the option list of the man pages cubatch(1) and
+ *                              cubatch(7): one .TP paragraph per option
  *
  * Built at build time (never installed); `make` runs it to make the launcher,
  * tests/check_launcher.sh to compare the README's table with it. */
@@ -111,11 +113,30 @@ static void md(const char *s)
     }
 }
 
+/* s as roff text: backslashes escaped, hyphens too when minus says it (flags,
+ * values: what is typed), and a line never starts with a control character (the
+ * text is one line, so only its first character). */
+static void roff_text(const char *s, int minus)
+{
+    if (*s == '.' || *s == '\'')
+        fputs("\\&", stdout);
+    for (; *s; s++) {
+        if (*s == '\\')
+            fputs("\\e", stdout);
+        else if (*s == '-' && minus)
+            fputs("\\-", stdout);
+        else
+            putchar(*s);
+    }
+}
+static void roff(const char *s) { roff_text(s, 1); }
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "--markdown";
-    if (strcmp(mode, "--markdown") && strcmp(mode, "--help-lines") && strcmp(mode, "--shell")) {
-        fprintf(stderr, "usage: options-doc [--markdown | --help-lines | --shell]\n");
+    if (strcmp(mode, "--markdown") && strcmp(mode, "--help-lines") && strcmp(mode, "--shell") &&
+        strcmp(mode, "--roff")) {
+        fprintf(stderr, "usage: options-doc [--markdown | --help-lines | --shell | --roff]\n");
         return 2;
     }
     if (!strcmp(mode, "--markdown")) {
@@ -130,7 +151,23 @@ int main(int argc, char **argv)
         placeholder(r, ph);
         default_of(r, def);
         range_of(r, range);
-        if (!strcmp(mode, "--shell")) {
+        if (!strcmp(mode, "--roff")) {
+            fputs(".TP\n\\fB\\-\\-", stdout);
+            roff(flag);
+            fputs("\\fR=\\fI", stdout);
+            roff(ph);
+            fputs("\\fR", stdout);
+            if (*range) {
+                fputs(" (", stdout);
+                roff(range);
+                fputs(")", stdout);
+            }
+            printf(", \\fB%s\\fR, default \\fB", env);
+            roff(def);
+            fputs("\\fR\n", stdout);
+            roff_text(r->doc, 0);
+            putchar('\n');
+        } else if (!strcmp(mode, "--shell")) {
             printf("    %s) echo %s ;;\n", flag, r->type);
         } else if (!strcmp(mode, "--help-lines")) {
             printf("  --%s=%s  (%s, default %s%s%s) %s\n", flag, ph, env, def, *range ? ", " : "", range, r->doc);
