@@ -28,6 +28,8 @@ ap.add_argument("--rounds", type=int, default=9)
 ap.add_argument("--gemms", type=int, default=8)
 ap.add_argument("--n", type=int, default=8192)
 ap.add_argument("--json", action="store_true")
+ap.add_argument("--cases", default="", help="comma-separated case names to run (default: all)")
+ap.add_argument("--loads", default="idle,gemm", help="idle, gemm or both (default)")
 args = ap.parse_args()
 
 lib = ctypes.CDLL(None)
@@ -94,8 +96,11 @@ def one(run, load):
     return t, (e0.elapsed_time(e1) if load else 0.0)
 
 results = []
+wanted = [c for c in args.cases.split(",") if c]
 for name, (run, check) in cases.items():
-    for load in (False, True):
+    if wanted and name not in wanted:
+        continue
+    for load in [l == "gemm" for l in args.loads.split(",")]:
         for _ in range(3):
             one(run, load)  # warm-up (cuBLAS, the copy kernel module, caches)
         on, off, gon, goff = [], [], [], []
