@@ -5,6 +5,7 @@
  * deferred copy joins its stream's run; any other is issued at once, unchanged,
  * after whatever it must follow. */
 #include "run.h"
+#include "smwork.h"
 #include "stats.h"
 
 /* ---- what the copy is ---------------------------------------------------------- */
@@ -81,6 +82,21 @@ static int kernel_may(const struct cb_copy_req *rq, const struct cb_run *run)
            (cb_opt(CB_OPT_engine) == CB_ENGINE_KERNEL || rq->bytes <= CB_KERNEL_AUTO_MAX);
 }
 
+/* Rule 12 for host-to-device copies: while another stream may be running a
+ * kernel that fills the GPU, they pass through as the program issued them.  The
+ * copy kernel would wait for SMs, and beside cuBLAS matrix products the batch
+ * API ran host-to-device runs slower than the program's loop (docs/design.md,
+ * rule 12); device-to-host copies still go to the batch API.  No submission asks
+ * while copies pass through, so the copy path asks (at most one stream query
+ * per busy stream every 200 us: smwork.c). */
+static int busy_upload(const struct cb_copy_req *rq, struct cb_run *run)
+{
+    if (!run->facts.sm_busy || rq->scls.kind != CB_MEM_HOST || rq->dcls.kind == CB_MEM_HOST || !kernel_may(rq, run))
+        return 0;
+    run->facts.sm_busy = cb_smwork_may_delay(&run->facts);
+    return run->facts.sm_busy;
+}
+
 /* Rules 2, 3 (stream), 5 (hazards) and the pace, then the copy joins the run.
  * The first copy of a burst (the stream's first since a call named it, or since
  * the timer found it quiet) goes out at once instead: an isolated copy costs
@@ -150,6 +166,10 @@ static int defer(struct cb_copy_req *rq, CUresult *rc)
     if ((rq->dcls.kind == CB_MEM_DEVICE && rq->dcls.device != run->facts.device) ||
         (rq->scls.kind == CB_MEM_DEVICE && rq->scls.device != run->facts.device)) {
         why = CB_ST_pass_foreign;
+        goto pass;
+    }
+    if (busy_upload(rq, run)) {
+        why = CB_ST_pass_busy;
         goto pass;
     }
     rq->kernel_ok = kernel_may(rq, run);

@@ -90,6 +90,8 @@ MUTANTS = {
     "busy-stream-taken-for-idle": ("src/smwork.c", "        if (q == CUDA_ERROR_NOT_READY)\n            busy = 1;",
                                    "        if (q == CUDA_ERROR_NOT_READY && 0)\n            busy = 1;", "rule 12"),
     "finished-compute-still-busy": ("src/smwork.c", "            forget(i); /* idle", "            busy = 1; /* idle", "rule 12"),
+    "busy-uploads-deferred": ("src/copy.c", "    if (!run->facts.sm_busy || rq->scls.kind != CB_MEM_HOST",
+                              "    if (1 || !run->facts.sm_busy || rq->scls.kind != CB_MEM_HOST", "rule 12 (uploads beside compute)"),
     "destroyed-stream-kept": ("src/hooks.c", "    cb_smwork_forget_stream(s);\n", "", "rule 12 (destroyed streams)"),
     "legacy-side-not-joined": ("src/ptds.c", "    return rc == CUDA_SUCCESS ? order_after(c, CU_STREAM_LEGACY, side) : rc;",
                                "    return (void)side, rc;", "rule 3/12 (legacy side stream)"),
