@@ -145,7 +145,7 @@ copies_args() {
 }
 
 # --- the estimate (ms) ----------------------------------------------------------
-# Costs measured on the H200 (DESIGN.md 4, RESULTS.md): a bench_copies process
+# Costs measured on the H200 (docs/design.md section 6, bench/RESULTS.md): a bench_copies process
 # starts and ends in about 0.45 s; per copy, a loop costs 2.6 (h2d), 2.1 (d2h),
 # 5.3 (d2d) us, the batch API 1.5, 0.6, 5.0 us, plus the bytes at 50 GB/s; a
 # PyTorch process imports and starts in 3-5 s, and a variant costs about 1.5 ms

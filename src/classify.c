@@ -1,5 +1,5 @@
 /* classify.c - what memory a pointer points to: device, pinned/registered host,
- * managed, or pageable/unknown (which is never deferred, DESIGN.md rule 1).
+ * managed, or pageable/unknown (which is never deferred, docs/design.md rule 1).
  *
  * One cuPointerGetAttributes costs about 60 ns on an H200; two per copy would
  * spend the whole enqueue budget.  Copy loops touch few allocations, so each thread

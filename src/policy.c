@@ -1,5 +1,5 @@
 /* policy.c - the one table that decides, by direction and size, whether a copy is
- * worth deferring.  Measured on an H200 with driver 580 (DESIGN.md section 4,
+ * worth deferring.  Measured on an H200 with driver 580 (docs/design.md section 6,
  * bench/explore, bench/RESULTS.md), every direction gains at every size once runs
  * go out as they are executed now: the copy kernel wins 7-265x on host-to-device,
  * device-to-host and device-to-device copies up to 64 KiB and more; the batch

@@ -2,7 +2,7 @@
  *
  * The CUDA runtime, PyTorch and CuPy never call cuMemcpyAsync by symbol: they
  * dlopen libcuda.so.1, dlsym cuGetProcAddress_v2, and fetch every function
- * through it (DESIGN.md section 1).  So cubatch exports dlsym and the three
+ * through it (docs/design.md section 1).  So cubatch exports dlsym and the three
  * cuGetProcAddress entry points; each calls the real resolver first, keeps its
  * return code, NULL results and symbolStatus, and replaces the returned pointer
  * only if it is *identical* to the real address of a function in hooks.def.

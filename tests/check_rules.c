@@ -1,4 +1,4 @@
-/* check_rules.c - every rule of DESIGN.md section 3 (and the interposition paths of
+/* check_rules.c - every rule of docs/design.md section 3 (and the interposition paths of
  * section 1), checked by running tests/probe scenarios against the simulated
  * driver with and without LD_PRELOAD=libcubatch.so.
  *

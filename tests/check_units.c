@@ -1,6 +1,6 @@
 /* check_units.c - the pure parts of cubatch, tested in-process, linked with the
  * library's internals (src/libcubatch-core.la, nothing exported for the tests):
- * option parsing, the size policy, and the hazard rule (DESIGN.md rule 5)
+ * option parsing, the size policy, and the hazard rule (docs/design.md rule 5)
  * against a brute-force reference. */
 #include "run.h"
 

@@ -17,3 +17,8 @@ tests_check_ops_LDADD = $(CHECK_LIBS) -ldl
 # The lookup benchmark (bench/dl-threads.sh) doubles as the cost check's program.
 bench_dl_threads_SOURCES = bench/dl_threads.c
 bench_dl_threads_LDADD = -ldl -lpthread
+
+# The design notes the code cites are in the tree: every "rule N" is a rule of
+# docs/design.md, and nothing points at files beside a checkout.
+TESTS += tests/check_design_refs.sh
+EXTRA_DIST += tests/check_design_refs.sh docs/design.md

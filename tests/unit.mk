@@ -15,7 +15,7 @@ tests_check_units_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_check_units_LDADD = src/libcubatch-core.la $(CHECK_LIBS) -ldl -lpthread
 tests_check_units_LDFLAGS = -no-install $(AM_LDFLAGS)
 
-# The rules of DESIGN.md, end to end: probe scenarios under the preload against
+# The rules of docs/design.md, end to end: probe scenarios under the preload against
 # the simulated driver, compared with the same scenarios without it.
 check_PROGRAMS += tests/probe tests/nocuda tests/check_rules
 TESTS += tests/check_rules tests/check_exports.sh tests/check_valgrind.sh tests/check_launcher.sh
