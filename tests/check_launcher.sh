@@ -23,6 +23,10 @@ for v in $(sed -n 's/^CB_OPTION(\([a-z_]*\),.*/\1/p' "$s/src/options.def" | tr a
     printf '%s\n' "$help" | grep -q "CUBATCH_$v" || bad "--help lacks CUBATCH_$v"
 done
 ok "--help lists every option of options.def"
+# The help's first paragraph names the engines the default (--engine=auto) uses.
+intro=$(printf '%s\n' "$help" | sed -n '/^Run COMMAND/,/^$/p')
+printf '%s\n' "$intro" | grep -q 'copy kernel' && printf '%s\n' "$intro" | grep -q 'cuMemcpyBatchAsync' &&
+    ok "--help names the copy kernel and the batch API" || bad "--help's description: $intro"
 CUBATCH_LIBRARY=/nonexistent/libcubatch.so "$C" /bin/true 2>/dev/null; rc=$?
 [ $rc -eq 127 ] && ok "missing library: exit 127" || bad "missing library (exit $rc)"
 "$C" -- sh -c 'exit 42'; rc=$?
@@ -117,5 +121,10 @@ if [ $rc -eq 0 ] && printf '%s\n' "$demo" | grep -q 'demo: OK' && printf '%s\n' 
 else
     bad "demo (exit $rc): $demo"
 fi
+# the "with cubatch" line it prints works when pasted into a fresh shell
+cmd=$(printf '%s\n' "$demo" | sed -n 's/^run-demo: with cubatch: //p')
+pasted=$(cd / && env -u CUBATCH_LIBRARY -u LD_LIBRARY_PATH sh -c "$cmd" 2>&1); rc=$?
+[ -n "$cmd" ] && [ $rc -eq 0 ] && printf '%s\n' "$pasted" | grep -q 'demo: OK (every byte' &&
+    ok "the demo's command line works pasted" || bad "pasted demo command '$cmd' (exit $rc): $pasted"
 rm -f "$json" "$b/launcher.err"
 exit $fail
