@@ -23,7 +23,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 
-out='' lib=${CUBATCH_LIB:-$top/src/.libs/libcubatch.so} bin='' budget=540 bbudget=390 quick=''
+out='' lib=${CB_LIB:-$top/src/.libs/libcubatch.so} bin='' budget=540 bbudget=390 quick=''
 bench_opts=()
 while [ $# -gt 0 ]; do
     case $1 in

@@ -50,7 +50,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 
-out='' lib=${CUBATCH_LIB:-} bin='' budget=390 rounds=7 reps=5 warm=2 quick=0 plan=0
+out='' lib=${CB_LIB:-} bin='' budget=390 rounds=7 reps=5 warm=2 quick=0 plan=0
 configs="plain plain2 cubatch batch kernel off" cpus="unpinned one two" parts="copies torch"
 one_core=3 two_cores=2,3 titers=50 twarm=10
 set_rounds='' set_reps='' set_titers=''

@@ -10,7 +10,7 @@
 # device through it; otherwise the test suite's simulated libcuda.so.1
 # (tests/sim/.libs, built here with `make tests/sim/libcuda.la` if it is missing),
 # and a line says so.  Run it from the build tree (where `make` ran), or set
-# CUBATCH_BUILDDIR.  Each run compares every byte it copied back ("demo: OK"
+# CB_BUILDDIR.  Each run compares every byte it copied back ("demo: OK"
 # says so).  Exit: the status of the run under cubatch (0 = "demo: OK"),
 # 1 if the run without cubatch already failed, 99 if something could not be built.
 set -u
@@ -27,15 +27,15 @@ while [ $# -gt 0 ]; do
 done
 
 # ---- the build tree -------------------------------------------------------------
-if [ -n "${CUBATCH_BUILDDIR:-}" ]; then
-    top=$CUBATCH_BUILDDIR
+if [ -n "${CB_BUILDDIR:-}" ]; then
+    top=$CB_BUILDDIR
 elif [ -f config.status ] && [ -f Makefile ]; then
     top=.
 else
     top=$here/..
 fi
 top=$(cd "$top" && pwd)
-[ -f "$top/Makefile" ] || { echo "run-demo: $top is not a configured build tree (run ./configure && make, or set CUBATCH_BUILDDIR)" >&2; exit 99; }
+[ -f "$top/Makefile" ] || { echo "run-demo: $top is not a configured build tree (run ./configure && make, or set CB_BUILDDIR)" >&2; exit 99; }
 
 MAKE=${MAKE:-make}
 need=''

@@ -382,6 +382,86 @@ START_TEST(file_alone_means_text_report)
 }
 END_TEST
 
+/* A report file that is a FIFO nobody reads: the program must not hang at exit
+ * (it blocked in open() once); a warning says why, the report goes to stderr. */
+START_TEST(fifo_nobody_reads_does_not_hang)
+{
+    char *d = tmpdir_new();
+    char path[200], file[240];
+    snprintf(path, sizeof path, "%s/fifo", d);
+    ck_assert_int_eq(mkfifo(path, 0600), 0);
+    snprintf(file, sizeof file, "CUBATCH_STATS_FILE=%s", path);
+    const char *env[] = {"CUBATCH_STATS=json", file, NULL};
+    const char *argv[] = {OPSPROG, "copies", "8", NULL};
+    struct res r = run(argv, PRELOAD | SIM, env); /* a hang ends in the child's alarm: status -1 */
+    ck_assert_msg(r.status == 0, "status %d: %s", r.status, tail(r.err));
+    ck_assert_msg(strstr(r.err, "is a FIFO that nobody is reading (the report would block the program at exit); "
+                                "the report goes to stderr\n"), "%s", tail(r.err));
+    ck_assert_msg(strstr(r.err, "{\"cubatch\":"), "no report on stderr: %s", tail(r.err));
+    res_free(&r);
+    unlink(path);
+    tmpdir_free(d);
+}
+END_TEST
+
+/* A FIFO somebody reads gets the whole report (the check at start must not hand
+ * the reader an end of file before it). */
+START_TEST(fifo_with_a_reader_gets_the_report)
+{
+    char *d = tmpdir_new();
+    char path[200], got[220], file[240];
+    snprintf(path, sizeof path, "%s/fifo", d);
+    snprintf(got, sizeof got, "%s/got", d);
+    ck_assert_int_eq(mkfifo(path, 0600), 0);
+    pid_t reader = fork();
+    ck_assert_int_ge(reader, 0);
+    if (reader == 0) {
+        alarm(60);
+        int in = open(path, O_RDONLY), out = open(got, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        char buf[4096];
+        ssize_t n;
+        while (in >= 0 && out >= 0 && (n = read(in, buf, sizeof buf)) > 0)
+            if (write(out, buf, (size_t)n) != n)
+                _exit(1);
+        _exit(in >= 0 && out >= 0 ? 0 : 1);
+    }
+    snprintf(file, sizeof file, "CUBATCH_STATS_FILE=%s", path);
+    const char *env[] = {"CUBATCH_STATS=json", file, NULL};
+    const char *argv[] = {OPSPROG, "copies", "8", NULL};
+    struct res r = run(argv, PRELOAD | SIM, env);
+    int st = 0;
+    waitpid(reader, &st, 0);
+    ck_assert_msg(r.status == 0, "status %d: %s", r.status, tail(r.err));
+    ck_assert_str_eq(r.err, "");
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the reader failed (%d)", st);
+    char *rep = slurp(got);
+    ck_assert_msg(rep && one_json_report(rep), "the reader got: %s", rep ? rep : "(nothing)");
+    free(rep);
+    res_free(&r);
+    unlink(got);
+    unlink(path);
+    tmpdir_free(d);
+}
+END_TEST
+
+/* A report file name longer than a path: refused at start with its real length. */
+START_TEST(long_file_name_gives_its_length)
+{
+    static char file[5000 + 64];
+    int n = snprintf(file, sizeof file, "CUBATCH_STATS_FILE=/tmp/");
+    memset(file + n, 'r', 5000);
+    file[n + 5000] = 0;
+    const char *env[] = {file, NULL};
+    const char *argv[] = {OPSPROG, "copies", "8", NULL};
+    struct res r = run(argv, PRELOAD | SIM, env);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_msg(strstr(r.err, "rrr\"... (5005 bytes) is not valid: a path has at most 4095 bytes; the report "
+                                "goes to stderr\n"), "%s", tail(r.err));
+    ck_assert_msg(strstr(r.err, " report (pid "), "the text report did not come on stderr: %s", tail(r.err));
+    res_free(&r);
+}
+END_TEST
+
 /* ---- messages ----------------------------------------------------------------------------- */
 
 static struct res opsprog_with(const char *const *env)
@@ -395,9 +475,48 @@ static struct res opsprog_with(const char *const *env)
 START_TEST(log_0_silences_every_message)
 {
     const char *env[] = {"CUBATCH_LOG=0", "CUBATCH_MAX_BATCH=lots", "CUBATCH_POLICY=garbage",
-                         "CUBATCH_SRC_ORDER=during_api_call", "CUBATCH_MAXBATCH=8", "CUBATCH_STATS_FILE=%q", NULL};
+                         "CUBATCH_SRC_ORDER=during_api_call", "CUBATCH_MAXBATCH=8", "CUBATCH_STATS_FILE=%q",
+                         "CUBATCH_STATS=off", /* a refused file alone would still ask for a report, on stderr */
+                         NULL};
     struct res r = opsprog_with(env);
     ck_assert_msg(r.err[0] == 0, "CUBATCH_LOG=0 printed: %s", tail(r.err));
+    res_free(&r);
+}
+END_TEST
+
+/* An empty value is the default, as if unset, for every option of the table:
+ * nothing printed; at log level 2 a notice names it. */
+static const char *const cb_option_names[] = {
+#define CB_OPTION(name, type, def, lo, hi, values, check, doc) #name,
+#include "options.def"
+#undef CB_OPTION
+};
+#define NOPTIONS (sizeof cb_option_names / sizeof cb_option_names[0])
+
+START_TEST(empty_values_mean_the_default)
+{
+    static char vars[NOPTIONS][64];
+    const char *env[NOPTIONS + 2];
+    size_t ne = 0;
+    for (size_t i = 0; i < NOPTIONS; i++) {
+        int k = snprintf(vars[i], sizeof vars[i], "CUBATCH_");
+        for (const char *c = cb_option_names[i]; *c; c++)
+            vars[i][k++] = (char)(*c >= 'a' && *c <= 'z' ? *c - 'a' + 'A' : *c);
+        vars[i][k++] = '=';
+        vars[i][k] = 0;
+        env[ne++] = vars[i];
+    }
+    env[ne] = NULL;
+    struct res r = opsprog_with(env);
+    ck_assert_msg(r.err[0] == 0, "empty values printed: %s", tail(r.err));
+    res_free(&r);
+    const char *two[] = {"CUBATCH_LOG=2", "CUBATCH_MAX_BATCH=", "CUBATCH_POLICY=", NULL};
+    r = opsprog_with(two);
+    ck_assert_msg(strstr(r.err, "cubatch: CUBATCH_MAX_BATCH is set but empty: the default, as if unset\n"), "%s",
+                  tail(r.err));
+    ck_assert_msg(strstr(r.err, "cubatch: option max_batch = 4096 (default)\n"), "%s", tail(r.err));
+    ck_assert_msg(strstr(r.err, "cubatch: CUBATCH_POLICY is set but empty"), "%s", tail(r.err));
+    ck_assert_int_eq(count_lines_with(r.err, "cubatch: warning: "), 0);
     res_free(&r);
 }
 END_TEST
@@ -566,8 +685,9 @@ int main(void)
     struct { const char *name; const TTest *tests[8]; } cases[] = {
         {"reports", {two_processes_two_reports, six_processes_six_reports, host_name_and_percent_in_the_name,
                      one_name_many_processes_never_torn, fork_child_reports_its_own_work, write_failure_says_why,
-                     file_alone_means_text_report}},
-        {"messages", {log_0_silences_every_message, log_2_shows_values_in_use_in_their_words,
+                     file_alone_means_text_report, fifo_nobody_reads_does_not_hang}},
+        {"report_names", {fifo_with_a_reader_gets_the_report, long_file_name_gives_its_length}},
+        {"messages", {log_0_silences_every_message, empty_values_mean_the_default, log_2_shows_values_in_use_in_their_words,
                       long_values_cut_and_control_characters_escaped, unknown_names_get_the_closest_option,
                       the_cap_counts_warnings_only, policy_beyond_max_copy_names_the_limit}},
         {"without_cuda", {dlsym_does_not_find_cuda_that_is_not_there, weak_reference_call_answers_quietly,

@@ -9,8 +9,8 @@
  * environment: the very code that will read the options when the program starts,
  * so the launcher and the library cannot disagree about what is valid, even with
  * CUBATCH_LIBRARY naming a library of another version.  The library prints what
- * it rejects (every CUBATCH_ value, every unknown CUBATCH_ name), whatever
- * CUBATCH_LOG says.
+ * it rejects (every CUBATCH_ value, every unknown CUBATCH_ name) as CUBATCH_LOG
+ * says: nothing at 0, when the launcher is silent too.
  *
  * Exit: 0 everything valid; 1 something rejected; 3 LIBRARY cannot be loaded or
  * is not cubatch (the message says why); 2 usage. */

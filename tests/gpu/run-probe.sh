@@ -7,7 +7,7 @@
 #   run-probe.sh PROBE LIBCUBATCH [OUTFILE]
 #
 # The scenarios are the probe's own list (its usage line), so a new one is never
-# left out.  CUBATCH_GPU_CONFIGS (default "default kernel batch") names the
+# left out.  CB_GPU_CONFIGS (default "default kernel batch") names the
 # configurations: default (library defaults), kernel (CUBATCH_ENGINE=kernel),
 # batch (CUBATCH_ENGINE=batch).
 set -u
@@ -16,7 +16,7 @@ probe=$1 lib=$2 out=${3:-/dev/null}
 unset LD_PRELOAD
 fail=0
 tmp=$(mktemp -d)
-configs=${CUBATCH_GPU_CONFIGS:-default kernel batch}
+configs=${CB_GPU_CONFIGS:-default kernel batch}
 scenarios=$("$probe" 2>&1 | sed -n 's/^scenarios://p')
 [ -n "$scenarios" ] || { echo "run-probe: $probe printed no scenario list"; exit 1; }
 printf '%-20s %-7s %-6s %-6s %-5s %s\n' scenario config plain cubatch same counters | tee "$out"
