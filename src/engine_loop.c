@@ -17,25 +17,11 @@
 CUresult cb_issue_copy(int hook, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream)
 {
     switch (hook) {
-#define CB_ISSUE_COPY(name, aarg)                                                       \
-    case CB_ID_##name:                                                                  \
+#define CB_ON_COPY(name, ptsz, action, aarg, params, args)                                                \
+    case CB_ID_##name:                                                                          \
         return CB_REAL(name) ? CB_REAL(name)(CB_ARGS(CB_DIR_OF aarg, dst, src), bytes, stream) \
                              : cb_absent(CB_ID_##name);
-#define CB_ISSUE_OTHER(name, aarg)
-#define CB_HOOK(name, ptsz, action, aarg, params, args) CB_ISSUE_##action(name, aarg)
-#define CB_ISSUE_STREAM CB_ISSUE_OTHER
-#define CB_ISSUE_STREAM2 CB_ISSUE_OTHER
-#define CB_ISSUE_CAPTURE_BEGIN CB_ISSUE_OTHER
-#define CB_ISSUE_CAPTURE_END CB_ISSUE_OTHER
-#define CB_ISSUE_STREAM_FREE CB_ISSUE_OTHER
-#define CB_ISSUE_DESTROY_STREAM CB_ISSUE_OTHER
-#define CB_ISSUE_CONTEXT CB_ISSUE_OTHER
-#define CB_ISSUE_FREE CB_ISSUE_OTHER
-#define CB_ISSUE_DESTROY_CTX CB_ISSUE_OTHER
-#define CB_ISSUE_PRIMARY_CTX CB_ISSUE_OTHER
-#define CB_ISSUE_RESOLVER CB_ISSUE_OTHER
-#include "hooks.def"
-#undef CB_HOOK
+#include "hooks_each.h"
     default:
         return CUDA_ERROR_NOT_SUPPORTED;
     }

@@ -219,11 +219,11 @@ CB_DLSYM_VISIBILITY CB_UNINSTRUMENTED void *CB_DLSYM_IMPL(void *handle, const ch
 /* The resolvers (the RESOLVER rows of hooks.def) differ only in arity: ask the
  * real one, keep its answer, swap the pointer if (and only if) it is a function
  * we wrap. */
-#define CB_RESOLVE_RESOLVER(name, params, args)                           \
+#define CB_ON_RESOLVER(name, ptsz, action, aarg, params, args)                 \
     CB_EXPORT CUresult CUDAAPI name params                               \
     {                                                                    \
         cb_init();                                                       \
-        cb_bump(&cb_stats_thread()->calls[CB_ID_##name], 1);                        \
+        cb_bump(&cb_stats_thread()->calls[CB_ID_##name], 1);             \
         if (!CB_REAL(name))                                              \
             return cb_absent(CB_ID_##name);                              \
         CUresult r = CB_REAL(name) args;                                 \
@@ -231,18 +231,4 @@ CB_DLSYM_VISIBILITY CB_UNINSTRUMENTED void *CB_DLSYM_IMPL(void *handle, const ch
             *pfn = cb_swap(*pfn);                                        \
         return r;                                                        \
     }
-#define CB_RESOLVE_OTHER(name, params, args)
-#define CB_RESOLVE_COPY CB_RESOLVE_OTHER
-#define CB_RESOLVE_STREAM CB_RESOLVE_OTHER
-#define CB_RESOLVE_STREAM2 CB_RESOLVE_OTHER
-#define CB_RESOLVE_CAPTURE_BEGIN CB_RESOLVE_OTHER
-#define CB_RESOLVE_CAPTURE_END CB_RESOLVE_OTHER
-#define CB_RESOLVE_STREAM_FREE CB_RESOLVE_OTHER
-#define CB_RESOLVE_DESTROY_STREAM CB_RESOLVE_OTHER
-#define CB_RESOLVE_CONTEXT CB_RESOLVE_OTHER
-#define CB_RESOLVE_FREE CB_RESOLVE_OTHER
-#define CB_RESOLVE_DESTROY_CTX CB_RESOLVE_OTHER
-#define CB_RESOLVE_PRIMARY_CTX CB_RESOLVE_OTHER
-#define CB_HOOK(name, ptsz, action, aarg, params, args) CB_RESOLVE_##action(name, params, args)
-#include "hooks.def"
-#undef CB_HOOK
+#include "hooks_each.h"
