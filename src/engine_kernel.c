@@ -34,12 +34,7 @@ extern const unsigned char cb_kernel_image[];
 
 /* The kernel's tiers (copy_kernel.h): the driver copies each tier's declared
  * parameter size on every launch, so a short run uses a short tier. */
-static const struct { const char *name; unsigned capacity; } cb_tiers[] = {
-    {CB_KERNEL_NAME_40, CB_KTIER_1K},
-    {CB_KERNEL_NAME_168, CB_KTIER_4K},
-    {CB_KERNEL_NAME_680, CB_KTIER_16K},
-    {CB_KERNEL_NAME, CB_KPARAMS_MAX},
-};
+static const struct { const char *name; unsigned capacity; } cb_tiers[] = {CB_KTIERS(CB_KTIER_ROW)};
 #define CB_TIERS (sizeof cb_tiers / sizeof cb_tiers[0])
 
 /* Per context: the module and its functions (NULL module: the load failed). */
