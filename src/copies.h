@@ -6,6 +6,8 @@
 
 #include "internal.h"
 
+#include <limits.h>
+
 /* Queued copies, struct-of-arrays, so that a batch needs no copying. */
 struct cb_copies {
     CUdeviceptr *dsts, *srcs;
@@ -15,6 +17,10 @@ struct cb_copies {
     size_t n, cap;
     int kernel_ok;        /* every copy may be executed by the copy kernel */
 };
+/* A copy's hook id is kept in one byte (run.c stores it so): one row of hooks.def
+ * past 256 would send copies through the wrong entry point, silently.  Widen
+ * `hooks` here and the store in run.c together when this fails. */
+_Static_assert(CB_HOOK_COUNT <= UCHAR_MAX + 1, "every hook id of hooks.def fits cb_copies.hooks (unsigned char)");
 
 /* A per-thread default stream's fences (rule 4): events that order a
  * side-stream submission after the owner's earlier work (start) and the owner's
