@@ -30,8 +30,9 @@
  * the program usually reads its destination soon.
  *
  * No shared memory, no atomics, no synchronisation between threads: every
- * thread's work is independent, which is also what lets bench/explore/kemu
- * run this very file on the CPU, thread after thread, to check it.
+ * thread's work is independent, so the file can be run on the CPU thread after
+ * thread to check every access (the exploration program did so: docs/design.md
+ * section 6).
  */
 #include "copy_kernel.h"
 
