@@ -13,7 +13,7 @@ tests_opsprog_LDFLAGS = -no-install $(AM_LDFLAGS)
 tests_check_ops_SOURCES = tests/check_ops.c
 tests_check_ops_CPPFLAGS = $(AM_CPPFLAGS) -DBUILDDIR='"$(abs_top_builddir)"'
 tests_check_ops_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
-tests_check_ops_LDADD = $(CHECK_LIBS) -ldl
+tests_check_ops_LDADD = tests/libharness.la $(CHECK_LIBS) -ldl
 # The lookup benchmark (bench/dl-threads.sh) doubles as the cost check's program.
 bench_dl_threads_SOURCES = bench/dl_threads.c
 bench_dl_threads_LDADD = -ldl -lpthread

@@ -1,4 +1,10 @@
 # Tests of cubatch itself (the simulated driver has its own, in tests/sim).
+
+# What the test programs share: a program run in a fresh, clean environment with
+# a time limit, files read whole, check's main() (tests/harness.h).
+check_LTLIBRARIES += tests/libharness.la
+tests_libharness_la_SOURCES = tests/harness.c tests/harness_check.c tests/harness.h
+tests_libharness_la_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 # Any test program under a debugger or valgrind: make check TEST_PREFIX='valgrind -q'
 # (with CK_FORK=no for the check-based tests; the shell tests run as they are).
 LOG_COMPILER = $(TEST_PREFIX)
@@ -27,7 +33,7 @@ tests_nocuda_LDADD = -ldl
 tests_check_rules_SOURCES = tests/check_rules.c
 tests_check_rules_CPPFLAGS = $(AM_CPPFLAGS) -DBUILDDIR='"$(abs_top_builddir)"'
 tests_check_rules_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
-tests_check_rules_LDADD = $(CHECK_LIBS)
+tests_check_rules_LDADD = tests/libharness.la $(CHECK_LIBS)
 EXTRA_DIST += tests/check_exports.sh tests/check_valgrind.sh tests/check_launcher.sh
 
 # Differential fuzzer (tests/fuzz/README.md): random driver programs run plain and
@@ -35,7 +41,7 @@ EXTRA_DIST += tests/check_exports.sh tests/check_valgrind.sh tests/check_launche
 check_PROGRAMS += tests/fuzz/fuzz
 TESTS += tests/fuzz/check_fuzz.sh
 tests_fuzz_fuzz_SOURCES = tests/fuzz/fuzz.c
-tests_fuzz_fuzz_LDADD = tests/sim/libcuda.la -lpthread -ldl
+tests_fuzz_fuzz_LDADD = tests/sim/libcuda.la tests/libharness.la -lpthread -ldl
 tests_fuzz_fuzz_LDFLAGS = -no-install $(AM_LDFLAGS)
 EXTRA_DIST += tests/fuzz/check_fuzz.sh tests/fuzz/run-fuzz.sh tests/fuzz/README.md tests/fuzz/regressions
 
