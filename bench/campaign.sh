@@ -56,7 +56,8 @@ exec > >(tee -a "$clog") 2>&1
 start=$SECONDS
 
 echo "# cubatch campaign $(date -u +%FT%TZ), budget ${budget}s"
-[ -e /dev/nvidiactl ] || { echo "campaign: no GPU here"; exit 77; }
+. "$top/tests/lib.sh"
+cb_gpu_or_skip campaign
 nvidia-smi --query-gpu=name,driver_version,memory.used,clocks.sm --format=csv,noheader 2>/dev/null
 [ -f "$lib" ] || { echo "campaign: $lib not found"; exit 99; }
 ls -l "$lib"

@@ -49,6 +49,7 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
+. "$top/tests/lib.sh"
 
 out='' lib=${CB_LIB:-} bin='' budget=390 rounds=7 reps=5 warm=2 quick=0 plan=0
 configs="plain plain2 cubatch batch kernel off" cpus="unpinned one two" parts="copies torch"
@@ -107,7 +108,7 @@ fi
 sim=0
 [ "${BENCH_SIM:-}" = 1 ] && sim=1
 if [ $plan -eq 0 ]; then
-    [ -e /dev/nvidiactl ] || [ $sim -eq 1 ] || { echo "run-bench: no GPU here, skipped"; exit 77; }
+    [ $sim -eq 1 ] || cb_gpu_or_skip run-bench
     [ -n "$lib" ] || lib=$top/src/.libs/libcubatch.so
     [ -f "$lib" ] || die "$lib not found (build the library or pass --lib)"
     lib=$(cd "$(dirname "$lib")" && pwd)/$(basename "$lib")

@@ -51,16 +51,13 @@ demo=$top/examples/demo
 
 # ---- which driver -----------------------------------------------------------------
 # Never let an inherited LD_LIBRARY_PATH to the simulator pass for the real driver.
-if [ -n "${LD_LIBRARY_PATH:-}" ]; then
-    LD_LIBRARY_PATH=$(printf '%s' "$LD_LIBRARY_PATH" | tr ':' '\n' | grep -v 'tests/sim' | paste -sd: -)
-    export LD_LIBRARY_PATH
-fi
-unset LD_PRELOAD
+. "$here/../tests/lib.sh"
+cb_real_driver_only
 
 why=''
 if [ "$force_sim" = 1 ]; then
     why='--sim was given'
-elif [ ! -e /dev/nvidiactl ]; then
+elif ! cb_have_gpu; then
     why='no /dev/nvidiactl, so no NVIDIA GPU here'
 elif ! probe=$("$demo" --probe 2>&1); then
     why="the real driver is not usable ($(printf '%s' "$probe" | tail -1))"

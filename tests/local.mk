@@ -22,3 +22,6 @@ bench_dl_threads_LDADD = -ldl -lpthread
 # docs/design.md, and nothing points at files beside a checkout.
 TESTS += tests/check_design_refs.sh
 EXTRA_DIST += tests/check_design_refs.sh docs/design.md
+
+# What the test, example and benchmark scripts share (GPU, library, toolkit).
+EXTRA_DIST += tests/lib.sh

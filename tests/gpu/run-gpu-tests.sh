@@ -46,28 +46,16 @@ while [ $# -gt 0 ]; do
 done
 
 # --- a GPU, from the real driver's device nodes; never from the build tree ------
-if [ ! -e /dev/nvidiactl ]; then
-    echo "run-gpu-tests: no /dev/nvidiactl: no GPU here, skipped"
-    exit 77
-fi
-# The simulated driver of tests/sim must never stand in for the real one.
-if [ -n "${LD_LIBRARY_PATH:-}" ]; then
-    LD_LIBRARY_PATH=$(printf '%s' "$LD_LIBRARY_PATH" | tr ':' '\n' | grep -v 'tests/sim' | paste -sd: -)
-    export LD_LIBRARY_PATH
-fi
-unset LD_PRELOAD
+. "$src_top/tests/lib.sh"
+cb_gpu_or_skip run-gpu-tests
+cb_real_driver_only
 
 # --- the library ------------------------------------------------------------------
-if [ -z "$lib" ]; then
-    for c in "$PWD/src/.libs/libcubatch.so" "$src_top/src/.libs/libcubatch.so"; do
-        [ -f "$c" ] && { lib=$c; break; }
-    done
-fi
-if [ -z "$lib" ] || [ ! -f "$lib" ]; then
-    echo "run-gpu-tests: libcubatch.so not found (build it, or pass --lib / CB_LIB)" >&2
-    exit 99
-fi
-lib=$(cd "$(dirname "$lib")" && pwd)/$(basename "$lib")
+if [ -n "$lib" ]; then
+    lib=$(cb_find_lib "$lib")
+else
+    lib=$(cb_find_lib "$PWD/src/.libs/libcubatch.so" "$src_top/src/.libs/libcubatch.so")
+fi || { echo "run-gpu-tests: libcubatch.so not found (build it, or pass --lib / CB_LIB)" >&2; exit 99; }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/cubatch-gpu.XXXXXX")
 trap 'rm -rf "$work"' EXIT

@@ -11,7 +11,8 @@
 # configurations: default (library defaults), kernel (CUBATCH_ENGINE=kernel),
 # batch (CUBATCH_ENGINE=batch).
 set -u
-[ -e /dev/nvidiactl ] || { echo "run-probe: no GPU here, skipped"; exit 77; }
+. "$(dirname "$0")/../lib.sh"
+cb_gpu_or_skip run-probe
 probe=$1 lib=$2 out=${3:-/dev/null}
 unset LD_PRELOAD
 fail=0
