@@ -22,8 +22,7 @@ static int load_policy(int checking)
     const char *text = cb_opt_str(CB_OPT_policy);
     if (!cb_policy_load(text, why, sizeof why))
         return 0;
-    cb_warn("CUBATCH_POLICY=%s is not valid: %s; it accepts default, all, none, or a comma list of "
-            "DIR:LO-HI bands (DIR h2d, d2h, d2d or h2h; sizes with K/M/G/T; HI may be max)%s",
+    cb_warn("CUBATCH_POLICY=%s is not valid: %s; it accepts " CB_POLICY_GRAMMAR "%s",
             cb_quote(text, q, sizeof q), why, checking ? "" : "; keeping the default");
     cb_opt_reject(CB_OPT_policy);
     return 1;

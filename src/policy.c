@@ -8,10 +8,9 @@
  * and memory the kernel does not take), is for the user to keep out with a
  * policy (the README says how).
  *
- * CUBATCH_POLICY replaces the table: "default", "all", "none", or a comma list of
- * DIR:LO-HI bands (half-open [LO, HI); HI may be "max"), e.g.
- * "h2d:0-max,d2h:0-max,d2d:0-max" (the default).  A direction with no
- * band is never deferred.  CUBATCH_MAX_COPY caps every band.
+ * CUBATCH_POLICY replaces the table (what it takes: CB_POLICY_GRAMMAR, in
+ * options.def); bands are half-open, [LO, HI).  A direction with no band is
+ * never deferred.  CUBATCH_MAX_COPY caps every band.
  *
  * A policy is refused as a whole (the default stays, one warning says why) when a
  * band is malformed, when a direction has more than CB_POLICY_BANDS bands, when a
