@@ -8,7 +8,7 @@
  * Limits.  Kernel parameters may total 32,764 bytes on sm_70+ with CUDA 12.1+
  * drivers (4,096 before); cubatch needs CUDA 13 anyway.  CB_KPARAMS_MAX = 1360
  * descriptors make 32,648 bytes (1364 would still fit: 32,744; 1360 is the size
- * measured on the H200).  A run of more copies goes out as several launches.
+ * that was measured).  A run of more copies goes out as several launches.
  *
  * Tiers.  The driver copies the kernel's declared parameter size on every
  * launch, whatever `count` says.  For short runs the fatbin also holds kernels

@@ -91,9 +91,9 @@ static int is_own_wrapper(void *p)
  * cubatch: a process that never loads CUDA must not have it loaded behind its
  * back.  dlopen("libcuda.so.1", RTLD_NOLOAD) would say, but when the driver is
  * not there that call searches for it (the loader cache, every system
- * directory: about 9 system calls, 20 us) holding the loader's lock, and did so on
- * every dlsym of a driver name: threads of a program without CUDA doing
- * dlopen/dlsym waited on each other (bench/dl_threads.c).  The list of loaded
+ * directory) holding the loader's lock, and did so on every dlsym of a driver
+ * name: threads of a program without CUDA doing dlopen/dlsym waited on each
+ * other (bench/dl_threads.c; bench/RESULTS.md, "dlopen/dlsym from threads").  The list of loaded
  * objects changes only when one is loaded, which dl_iterate_phdr counts: the
  * names are read again only after a load. */
 static atomic_ullong cb_adds_without_driver = ULLONG_MAX; /* loads counted when it was last missing */
