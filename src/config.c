@@ -229,8 +229,8 @@ static const char *accepts(const struct cb_option *o, char *buf, size_t len)
                  (unsigned long long)o->hi);
         return buf;
     case CB_T_ENUM: {
-        size_t n = strlen(o->values);
-        snprintf(buf, len, "one of %.*s", (int)(n && o->values[n - 1] == '|' ? n - 1 : n), o->values);
+        char w[96];
+        snprintf(buf, len, "one of %s", cb_option_words(o, w, sizeof w));
         return buf;
     }
     case CB_T_STRING: return "text";
