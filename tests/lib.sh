@@ -8,9 +8,12 @@
 #                             driver, never the build tree's stand-in
 #   cb_find_lib PATH...       the first PATH that is a file, made absolute
 #                             (status 1 when none)
-#   cb_cuda_toolkit NAME      nvcc ($NVCC, else on PATH), the toolkit ($CUDA_HOME,
-#                             else nvcc's), its libcuda.so stub: sets cb_nvcc,
-#                             cb_cuda, cb_stubs, cb_cudalib; exits 1 with "NAME: ..."
+#   cb_cuda_toolkit NAME      nvcc ($NVCC; else the one configure found, from the
+#                             Makefile of the build tree $top_builddir or the
+#                             current folder; else on PATH), the toolkit
+#                             ($CUDA_HOME, else nvcc's), its libcuda.so stub:
+#                             sets cb_nvcc, cb_cuda, cb_stubs, cb_cudalib; exits 1
+#                             with "NAME: ..."
 #   cb_gencode                the nvcc -gencode flags: $NVCC_GENCODE, else SASS
 #                             for sm_90 (the H200 the project measures on) and
 #                             PTX for compute_75 (any later GPU)
@@ -42,7 +45,11 @@ cb_find_lib() {
 }
 
 cb_cuda_toolkit() {
-    cb_nvcc=${NVCC:-nvcc}
+    cb_nvcc=${NVCC:-}
+    if [ -z "$cb_nvcc" ] && [ -f "${top_builddir:-.}/Makefile" ]; then
+        cb_nvcc=$(sed -n 's/^NVCC = *//p' "${top_builddir:-.}/Makefile" | head -1)
+    fi
+    cb_nvcc=${cb_nvcc:-nvcc}
     command -v "$cb_nvcc" >/dev/null 2>&1 || { echo "$1: nvcc not found (set NVCC, or put it on PATH)" >&2; exit 1; }
     cb_cuda=${CUDA_HOME:-$(dirname "$(dirname "$(command -v "$cb_nvcc")")")}
     cb_stubs=

@@ -5,8 +5,9 @@
 #
 # Produces DIR/drv_copies (C11, -lcuda), DIR/rt_copies_static (nvcc's default
 # static cudart), DIR/rt_copies_shared (-cudart shared) and DIR/rt_copies_ptds
-# (--default-stream per-thread).  Environment: NVCC, CC, CUDA_HOME,
-# NVCC_GENCODE (tests/lib.sh: cb_cuda_toolkit, cb_gencode).
+# (--default-stream per-thread).  Environment: NVCC (else configure's, in a
+# build tree), CC, CUDA_HOME, NVCC_GENCODE (tests/lib.sh: cb_cuda_toolkit,
+# cb_gencode).
 set -eu
 [ $# -eq 1 ] || { echo "usage: $0 DIR" >&2; exit 2; }
 out=$1
