@@ -12,6 +12,7 @@
 
 #include <check.h>
 #include <dirent.h>
+#include <errno.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -379,18 +380,40 @@ START_TEST(fifo_with_a_reader_gets_the_report)
     snprintf(path, sizeof path, "%s/fifo", d);
     snprintf(got, sizeof got, "%s/got", d);
     ck_assert_int_eq(mkfifo(path, 0600), 0);
+    int ready[2];
+    ck_assert_int_eq(pipe(ready), 0);
     pid_t reader = fork();
     ck_assert_int_ge(reader, 0);
     if (reader == 0) {
+        /* open without waiting for a writer, say so, then read until the
+         * report has come and every writer is gone (an end of file before any
+         * byte only means no writer yet) */
         alarm(60);
-        int in = open(path, O_RDONLY), out = open(got, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int in = open(path, O_RDONLY | O_NONBLOCK), out = open(got, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (in < 0 || out < 0 || write(ready[1], "r", 1) != 1)
+            _exit(1);
+        fcntl(in, F_SETFL, 0);
         char buf[4096];
-        ssize_t n;
-        while (in >= 0 && out >= 0 && (n = read(in, buf, sizeof buf)) > 0)
-            if (write(out, buf, (size_t)n) != n)
+        size_t total = 0;
+        for (;;) {
+            ssize_t n = read(in, buf, sizeof buf);
+            if (n > 0) {
+                if (write(out, buf, (size_t)n) != n)
+                    _exit(1);
+                total += (size_t)n;
+            } else if (n == 0 && total > 0) {
+                _exit(0);
+            } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
                 _exit(1);
-        _exit(in >= 0 && out >= 0 ? 0 : 1);
+            } else {
+                usleep(1000);
+            }
+        }
     }
+    char token;
+    close(ready[1]);
+    ck_assert_int_eq(read(ready[0], &token, 1), 1); /* the reader is there before the program starts */
+    close(ready[0]);
     snprintf(file, sizeof file, "CUBATCH_STATS_FILE=%s", path);
     const char *env[] = {"CUBATCH_STATS=json", file, NULL};
     const char *argv[] = {OPSPROG, "copies", "8", NULL};
