@@ -5,21 +5,17 @@
 #
 # DIR/bench_copies and DIR/copy_path (C11, driver API, -lcuda), DIR/kv_swap and
 # DIR/load_bench (runtime API).
-# Environment: NVCC, CC, CUDA_HOME, NVCC_GENCODE (default: SASS for sm_90, the
-# H200, plus its PTX).  bench/torch_foreach.py is a script: nothing to build.
+# Environment: NVCC (else configure's, in a build tree), CC, CUDA_HOME,
+# NVCC_GENCODE (tests/lib.sh: cb_cuda_toolkit, cb_gencode, as
+# tests/gpu/build-gpu-tests.sh).  bench/*.py are scripts: nothing to build.
 set -eu
 [ $# -eq 1 ] || { echo "usage: $0 DIR" >&2; exit 2; }
 out=$1
 src=$(cd "$(dirname "$0")" && pwd)
-nvcc=${NVCC:-nvcc}
-command -v "$nvcc" >/dev/null || { echo "build-bench: nvcc not found" >&2; exit 1; }
-cuda=${CUDA_HOME:-$(dirname "$(dirname "$(command -v "$nvcc")")")}
-stubs=
-for d in "$cuda/lib64/stubs" "$cuda/targets/x86_64-linux/lib/stubs" "$cuda/lib/stubs"; do
-    [ -f "$d/libcuda.so" ] && { stubs=$d; break; }
-done
-[ -n "$stubs" ] || { echo "build-bench: no libcuda.so stub under $cuda" >&2; exit 1; }
-gencode=${NVCC_GENCODE:--gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90}
+. "$src/../tests/lib.sh"
+cb_cuda_toolkit build-bench
+nvcc=$cb_nvcc cuda=$cb_cuda stubs=$cb_stubs
+gencode=$(cb_gencode)
 mkdir -p "$out"
 set -x
 # The stub only satisfies the linker; at run time the real libcuda.so.1 loads.

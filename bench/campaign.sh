@@ -23,7 +23,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 
-out='' lib=${CUBATCH_LIB:-$top/src/.libs/libcubatch.so} bin='' budget=540 bbudget=390 quick=''
+out='' lib=${CB_LIB:-$top/src/.libs/libcubatch.so} bin='' budget=540 bbudget=390 quick=''
 bench_opts=()
 while [ $# -gt 0 ]; do
     case $1 in
@@ -56,7 +56,8 @@ exec > >(tee -a "$clog") 2>&1
 start=$SECONDS
 
 echo "# cubatch campaign $(date -u +%FT%TZ), budget ${budget}s"
-[ -e /dev/nvidiactl ] || { echo "campaign: no GPU here"; exit 77; }
+. "$top/tests/lib.sh"
+cb_gpu_or_skip campaign
 nvidia-smi --query-gpu=name,driver_version,memory.used,clocks.sm --format=csv,noheader 2>/dev/null
 [ -f "$lib" ] || { echo "campaign: $lib not found"; exit 99; }
 ls -l "$lib"

@@ -23,6 +23,3 @@ EXTRA_DIST += bench/RESULTS.md bench/quick-extras.sh tools/mutants.py
 # CPU only: dlopen/dlsym from threads, plain and preloaded (bench/dl_threads.c is
 # also built by make check, tests/local.mk).
 EXTRA_DIST += bench/dl-threads.sh bench/dl_plugin.c
-# The measurements behind the engine choices (bench/explore/README.md).
-EXTRA_DIST += bench/explore/README.md bench/explore/build.sh bench/explore/kemu.cpp \
-	bench/explore/mockcuda.cpp bench/explore/xbench.c bench/explore/xbench_kernels.cu

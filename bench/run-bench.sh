@@ -51,8 +51,9 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
+. "$top/tests/lib.sh"
 
-out='' lib=${CUBATCH_LIB:-} bin='' budget=390 rounds=7 reps=5 warm=2 quick=0 plan=0
+out='' lib=${CB_LIB:-} bin='' budget=390 rounds=7 reps=5 warm=2 quick=0 plan=0
 configs="plain plain2 cubatch batch kernel off" cpus="unpinned one two" parts="copies torch"
 one_core=3 two_cores=2,3 titers=50 twarm=10
 set_rounds='' set_reps='' set_titers=''
@@ -109,7 +110,7 @@ fi
 sim=0
 [ "${BENCH_SIM:-}" = 1 ] && sim=1
 if [ $plan -eq 0 ]; then
-    [ -e /dev/nvidiactl ] || [ $sim -eq 1 ] || { echo "run-bench: no GPU here, skipped"; exit 77; }
+    [ $sim -eq 1 ] || cb_gpu_or_skip run-bench
     [ -n "$lib" ] || lib=$top/src/.libs/libcubatch.so
     [ -f "$lib" ] || die "$lib not found (build the library or pass --lib)"
     lib=$(cd "$(dirname "$lib")" && pwd)/$(basename "$lib")
@@ -148,7 +149,7 @@ copies_args() {
 }
 
 # --- the estimate (ms) ----------------------------------------------------------
-# Costs measured on the H200 (DESIGN.md 4, RESULTS.md): a bench_copies process
+# Costs measured on the H200 (docs/design.md section 6, bench/RESULTS.md): a bench_copies process
 # starts and ends in about 0.45 s; per copy, a loop costs 2.6 (h2d), 2.1 (d2h),
 # 5.3 (d2d) us, the batch API 1.5, 0.6, 5.0 us, plus the bytes at 50 GB/s; a
 # PyTorch process imports and starts in 3-5 s, and a variant costs about 1.5 ms

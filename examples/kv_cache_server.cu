@@ -16,7 +16,7 @@
 //
 // With cubatch's default policy the device-to-host copies are batched and the
 // host-to-device copies of 8 to 28 KiB pass through (the batch API is slower
-// there, DESIGN.md section 4); try --policy=all to batch both.
+// there, docs/design.md section 6); try --policy=all to batch both.
 //
 // Prints "kv_cache_server: correct" (exit 0) or "kv_cache_server: WRONG RESULTS ..." (exit 1);
 // exit 77 when there is no GPU.

@@ -10,7 +10,8 @@
 # device through it; otherwise the test suite's simulated libcuda.so.1
 # (tests/sim/.libs, built here with `make tests/sim/libcuda.la` if it is missing),
 # and a line says so.  Run it from the build tree (where `make` ran), or set
-# CUBATCH_BUILDDIR.  Exit: the status of the run under cubatch (0 = "demo: OK"),
+# CB_BUILDDIR.  Each run compares every byte it copied back ("demo: OK"
+# says so).  Exit: the status of the run under cubatch (0 = "demo: OK"),
 # 1 if the run without cubatch already failed, 99 if something could not be built.
 set -u
 
@@ -20,21 +21,21 @@ while [ $# -gt 0 ]; do
     case $1 in
     --sim) force_sim=1; shift ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "run-demo: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
 
 # ---- the build tree -------------------------------------------------------------
-if [ -n "${CUBATCH_BUILDDIR:-}" ]; then
-    top=$CUBATCH_BUILDDIR
+if [ -n "${CB_BUILDDIR:-}" ]; then
+    top=$CB_BUILDDIR
 elif [ -f config.status ] && [ -f Makefile ]; then
     top=.
 else
     top=$here/..
 fi
 top=$(cd "$top" && pwd)
-[ -f "$top/Makefile" ] || { echo "run-demo: $top is not a configured build tree (run ./configure && make, or set CUBATCH_BUILDDIR)" >&2; exit 99; }
+[ -f "$top/Makefile" ] || { echo "run-demo: $top is not a configured build tree (run ./configure && make, or set CB_BUILDDIR)" >&2; exit 99; }
 
 MAKE=${MAKE:-make}
 need=''
@@ -50,16 +51,13 @@ demo=$top/examples/demo
 
 # ---- which driver -----------------------------------------------------------------
 # Never let an inherited LD_LIBRARY_PATH to the simulator pass for the real driver.
-if [ -n "${LD_LIBRARY_PATH:-}" ]; then
-    LD_LIBRARY_PATH=$(printf '%s' "$LD_LIBRARY_PATH" | tr ':' '\n' | grep -v 'tests/sim' | paste -sd: -)
-    export LD_LIBRARY_PATH
-fi
-unset LD_PRELOAD
+. "$here/../tests/lib.sh"
+cb_real_driver_only
 
 why=''
 if [ "$force_sim" = 1 ]; then
     why='--sim was given'
-elif [ ! -e /dev/nvidiactl ]; then
+elif ! cb_have_gpu; then
     why='no /dev/nvidiactl, so no NVIDIA GPU here'
 elif ! probe=$("$demo" --probe 2>&1); then
     why="the real driver is not usable ($(printf '%s' "$probe" | tail -1))"
@@ -83,7 +81,14 @@ echo "run-demo: without cubatch:"
 "$demo" "$@"
 plain=$?
 echo
-echo "run-demo: with cubatch: $top/cubatch --stats $demo $*"
+# The command as it can be pasted into a shell: with the library path, and the
+# simulated driver's folder when it runs against that.
+q() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
+cmd="CUBATCH_LIBRARY=$(q "$top/src/.libs/libcubatch.so")"
+[ -n "$why" ] && cmd="$cmd LD_LIBRARY_PATH=$(q "$LD_LIBRARY_PATH")"
+cmd="$cmd $(q "$top/cubatch") --stats $(q "$demo")"
+for a in "$@"; do cmd="$cmd $(q "$a")"; done
+echo "run-demo: with cubatch: $cmd"
 CUBATCH_LIBRARY=$top/src/.libs/libcubatch.so "$top/cubatch" --stats "$demo" "$@"
 rc=$?
 if [ $plain -ne 0 ] && [ $rc -eq 0 ]; then

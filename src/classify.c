@@ -1,8 +1,9 @@
 /* classify.c - what memory a pointer points to: device, pinned/registered host,
- * managed, or pageable/unknown (which is never deferred, DESIGN.md rule 1).
+ * managed, or pageable/unknown (which is never deferred, docs/design.md rule 1).
  *
- * One cuPointerGetAttributes costs about 60 ns on an H200; two per copy would
- * spend the whole enqueue budget.  Copy loops touch few allocations, so each thread
+ * A pointer query costs as much as a good part of what deferring a copy may
+ * spend (docs/design.md section 6, "Per-call costs"); two per copy would spend
+ * it all.  Copy loops touch few allocations, so each thread
  * keeps the last few allocation ranges it resolved.  Any free, unregister, unmap
  * or context teardown bumps a global generation and so empties every cache: a
  * stale range can never be used, at the price of one query after each free.

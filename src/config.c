@@ -10,34 +10,36 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 extern char **environ;
 
-enum cb_opt_type { CB_T_BOOL, CB_T_SIZE, CB_T_UINT, CB_T_ENUM, CB_T_STRING };
+/* The CHECK column's rules (options.def); each is described there. */
+typedef int cb_check_fn(const char *text, int ok, uint64_t *v, char *why, size_t wlen);
+static cb_check_fn check_NONE, check_STATS, check_SRC_ORDER, check_FILE, check_POLICY;
 
-struct cb_option {
-    enum cb_option_id id; /* must equal the row's index: checked by cb_opt() users */
-    const char *name;
-    enum cb_opt_type type;
-    uint64_t def, lo, hi;
-    const char *values;
-    const char *doc;
-};
+const char *const cb_opt_type_names[] = {[CB_T_BOOL] = "BOOL", [CB_T_SIZE] = "SIZE", [CB_T_UINT] = "UINT",
+                                         [CB_T_ENUM] = "ENUM", [CB_T_STRING] = "STRING"};
 
-static const struct cb_option cb_options[CB_OPTION_COUNT] = {
-#define CB_OPTION(name, type, def, lo, hi, values, doc) \
-    {CB_OPT_##name, #name, CB_T_##type, (uint64_t)(def), (uint64_t)(lo), (uint64_t)(hi), values, doc},
+/* Each row at the index of its own id; tests/check_units.c checks that every
+ * row's id is its index (a row left out would leave a hole with id 0). */
+const struct cb_option cb_options[CB_OPTION_COUNT] = {
+#define CB_OPTION(name, type, def, lo, hi, values, check, doc)                                              \
+    [CB_OPT_##name] = {CB_OPT_##name, #name,  CB_T_##type, (uint64_t)(def), (uint64_t)(lo), (uint64_t)(hi), \
+                       values,        check_##check, #check, doc},
 #include "options.def"
 #undef CB_OPTION
 };
 
 /* Defaults until cb_config_load(); log level 1 so early warnings are seen. */
 static uint64_t cb_values[CB_OPTION_COUNT] = {
-#define CB_OPTION(name, type, def, lo, hi, values, doc) (uint64_t)(def),
+#define CB_OPTION(name, type, def, lo, hi, values, check, doc) [CB_OPT_##name] = (uint64_t)(def),
 #include "options.def"
 #undef CB_OPTION
 };
@@ -61,14 +63,15 @@ void cb_opt_reject(enum cb_option_id id)
 
 void cb_opt_set_shown(enum cb_option_id id, const char *text) { cb_shown[id] = text; }
 
+const char *const cb_bool_words[8] = {"1", "0", "on", "off", "yes", "no", "true", "false"};
+
 static int parse_bool(const char *s, uint64_t *out)
 {
-    static const char *const yes[] = {"1", "on", "yes", "true"};
-    static const char *const no[] = {"0", "off", "no", "false"};
-    for (size_t i = 0; i < 4; i++) {
-        if (!strcasecmp(s, yes[i])) { *out = 1; return 0; }
-        if (!strcasecmp(s, no[i])) { *out = 0; return 0; }
-    }
+    for (size_t i = 0; i < 8; i++)
+        if (!strcasecmp(s, cb_bool_words[i])) {
+            *out = i % 2 == 0;
+            return 0;
+        }
     return -1;
 }
 
@@ -121,28 +124,99 @@ static int parse_enum(const char *s, const char *values, uint64_t *out)
     return -1;
 }
 
-static int parse_value(const struct cb_option *o, const char *text, uint64_t *out)
+/* The type's own rule: 0 ok, -1 malformed or out of range. */
+static int parse_type(const struct cb_option *o, const char *text, uint64_t *out)
 {
     int rc = -1;
     switch (o->type) {
     case CB_T_BOOL: return parse_bool(text, out);
     case CB_T_SIZE: rc = parse_number(text, 1, out); break;
     case CB_T_UINT: rc = parse_number(text, 0, out); break;
-    case CB_T_ENUM:
-        rc = parse_enum(text, o->values, out);
-        /* stats also takes the boolean words: 1 = on, 0 = off */
-        if (rc && o->id == CB_OPT_stats && parse_bool(text, out) == 0)
-            rc = 0;
-        return rc;
+    case CB_T_ENUM: return parse_enum(text, o->values, out);
     case CB_T_STRING: *out = 0; return 0;
     }
-    return rc; /* numbers: the caller checks the range */
+    return rc || *out < o->lo || *out > o->hi ? -1 : 0;
+}
+
+/* The type's rule, then the option's own: 0 ok, else -1 with why ("" when the
+ * type's rule refused it: the message then says what the type accepts). */
+static int parse_value(const struct cb_option *o, const char *text, uint64_t *out, char *why, size_t wlen)
+{
+    why[0] = 0;
+    int ok = parse_type(o, text, out) == 0;
+    return o->check(text, ok, out, why, wlen);
+}
+
+/* ---- the CHECK column ------------------------------------------------------------ */
+
+static int check_NONE(const char *text, int ok, uint64_t *v, char *why, size_t wlen)
+{
+    (void)text, (void)v, (void)why, (void)wlen;
+    return ok ? 0 : -1;
+}
+
+_Static_assert(CB_STATS_OFF == 0 && CB_STATS_ON == 1, "a boolean word's value is the stats mode it means");
+static int check_STATS(const char *text, int ok, uint64_t *v, char *why, size_t wlen)
+{
+    (void)why, (void)wlen;
+    return ok || parse_bool(text, v) == 0 ? 0 : -1;
+}
+
+static int check_SRC_ORDER(const char *text, int ok, uint64_t *v, char *why, size_t wlen)
+{
+    (void)text;
+    if (ok && *v == CB_SRC_ORDER_DURING) {
+        snprintf(why, wlen, "during_api_call is refused, since a deferred copy cannot promise that its source "
+                            "was read before the program's call returned");
+        return -1;
+    }
+    return ok ? 0 : -1;
+}
+
+/* The policy's bands must fit CUBATCH_MAX_COPY: init.c checks them through
+ * policy.c (a layer above this file) once every option is read. */
+static int check_POLICY(const char *text, int ok, uint64_t *v, char *why, size_t wlen)
+{
+    return check_NONE(text, ok, v, why, wlen);
+}
+
+/* CUBATCH_STATS_FILE's escapes: %p the process id, %h the host name, %% a
+ * percent sign (as valgrind, LLVM_PROFILE_FILE and Nsight Systems take them);
+ * and a length a path can have (the warning then gives the real length). */
+static int check_FILE(const char *pattern, int ok, uint64_t *v, char *why, size_t wlen)
+{
+    (void)ok, (void)v;
+    size_t n = strlen(pattern);
+    if (n >= PATH_MAX) {
+        snprintf(why, wlen, "a path has at most %d bytes", PATH_MAX - 1);
+        return -1;
+    }
+    for (const char *p = pattern; *p; p++) {
+        if (*p != '%')
+            continue;
+        p++;
+        if (*p == 'p' || *p == 'h' || *p == '%')
+            continue;
+        char what[16];
+        if (!*p)
+            snprintf(what, sizeof what, "a lone %%");
+        else if (isprint((unsigned char)*p))
+            snprintf(what, sizeof what, "%%%c", *p);
+        else
+            snprintf(what, sizeof what, "%%\\x%02x", (unsigned char)*p);
+        snprintf(why, wlen, "%s is not an escape it takes (%%p process id, %%h host name, %%%% a percent sign)", what);
+        return -1;
+    }
+    return 0;
 }
 
 static const char *accepts(const struct cb_option *o, char *buf, size_t len)
 {
     switch (o->type) {
-    case CB_T_BOOL: return "1/0, on/off, yes/no or true/false";
+    case CB_T_BOOL:
+        snprintf(buf, len, "%s/%s, %s/%s, %s/%s or %s/%s", cb_bool_words[0], cb_bool_words[1], cb_bool_words[2],
+                 cb_bool_words[3], cb_bool_words[4], cb_bool_words[5], cb_bool_words[6], cb_bool_words[7]);
+        return buf;
     case CB_T_SIZE:
     {
         char lo[24], hi[24];
@@ -155,8 +229,8 @@ static const char *accepts(const struct cb_option *o, char *buf, size_t len)
                  (unsigned long long)o->hi);
         return buf;
     case CB_T_ENUM: {
-        size_t n = strlen(o->values);
-        snprintf(buf, len, "one of %.*s", (int)(n && o->values[n - 1] == '|' ? n - 1 : n), o->values);
+        char w[96];
+        snprintf(buf, len, "one of %s", cb_option_words(o, w, sizeof w));
         return buf;
     }
     case CB_T_STRING: return "text";
@@ -175,13 +249,10 @@ static const struct cb_option *find_option(const char *name)
 int cb_parse_option(const char *name, const char *text, uint64_t *out)
 {
     const struct cb_option *o = find_option(name);
+    char why[CB_QUOTE_LEN];
     if (!o || !text)
         return -1;
-    if (parse_value(o, text, out))
-        return -1;
-    if ((o->type == CB_T_SIZE || o->type == CB_T_UINT) && (*out < o->lo || *out > o->hi))
-        return -1;
-    return 0;
+    return parse_value(o, text, out, why, sizeof why);
 }
 
 const char *cb_format_size(uint64_t v, char *buf, size_t len)
@@ -202,67 +273,97 @@ const char *cb_format_size(uint64_t v, char *buf, size_t len)
     return buf;
 }
 
-/* CUBATCH_STATS_FILE's escapes: %p the process id, %h the host name, %% a
- * percent sign (as valgrind, LLVM_PROFILE_FILE and Nsight Systems take them). */
-static int file_pattern_check(const char *pattern, char *why, size_t len)
-{
-    for (const char *p = pattern; *p; p++) {
-        if (*p != '%')
-            continue;
-        p++;
-        if (*p == 'p' || *p == 'h' || *p == '%')
-            continue;
-        char what[16];
-        if (!*p)
-            snprintf(what, sizeof what, "a lone %%");
-        else if (isprint((unsigned char)*p))
-            snprintf(what, sizeof what, "%%%c", *p);
-        else
-            snprintf(what, sizeof what, "%%\\x%02x", (unsigned char)*p);
-        snprintf(why, len, "%s is not an escape it takes (%%p process id, %%h host name, %%%% a percent sign)", what);
-        return -1;
-    }
-    return 0;
-}
-
-static void env_name(const struct cb_option *o, char *var, size_t len)
+const char *cb_option_env(const struct cb_option *o, char *var, size_t len)
 {
     size_t k = 0;
     for (const char *p = "CUBATCH_"; *p && k < len - 1; p++) var[k++] = *p;
     for (const char *p = o->name; *p && k < len - 1; p++) var[k++] = (char)toupper((unsigned char)*p);
     var[k] = 0;
+    return var;
 }
+
+const char *cb_option_word(const struct cb_option *o, uint64_t k, char *buf, size_t len)
+{
+    const char *p = o->values;
+    for (; k > 0 && strchr(p, '|'); k--)
+        p = strchr(p, '|') + 1;
+    const char *bar = k ? NULL : strchr(p, '|');
+    snprintf(buf, len, "%.*s", bar ? (int)(bar - p) : 0, p);
+    return buf;
+}
+
+const char *cb_option_words(const struct cb_option *o, char *buf, size_t len)
+{
+    size_t n = strlen(o->values);
+    snprintf(buf, len, "%.*s", (int)(n && o->values[n - 1] == '|' ? n - 1 : n), o->values);
+    return buf;
+}
+
+/* The launcher's check reads the options only: what happens to a rejected value
+ * is the launcher's to say (it does not start the program). */
+static int cb_checking;
+static const char *then(const char *consequence) { return cb_checking ? "" : consequence; }
 
 /* Read option i from the environment; 1 when its value was rejected. */
 static int load_one(size_t i)
 {
     const struct cb_option *o = &cb_options[i];
-    char var[64], q[CB_QUOTE_LEN], why[CB_QUOTE_LEN + 96];
-    env_name(o, var, sizeof var);
+    char var[64], q[CB_QUOTE_LEN], why[CB_QUOTE_LEN + 128];
+    cb_option_env(o, var, sizeof var);
     const char *text = getenv(var);
     if (!text)
         return 0;
-    if (o->type == CB_T_STRING) {
-        if (i == CB_OPT_stats_file && file_pattern_check(text, why, sizeof why)) {
-            cb_warn("%s=%s is not valid: %s; the report goes to stderr", var, cb_quote(text, q, sizeof q), why);
-            cb_source[i] = CB_FROM_REJECTED;
-            return 1;
-        }
-        cb_strings[i] = text;
-        cb_source[i] = CB_FROM_ENV;
+    if (!*text) { /* the same as unset, for every option */
+        if (!cb_checking)
+            cb_log(CB_LOG_NOTICE, "%s is set but empty: the default, as if unset", var);
         return 0;
     }
     uint64_t v;
-    if (cb_parse_option(o->name, text, &v)) {
+    if (parse_value(o, text, &v, why, sizeof why)) {
         char buf[128];
-        cb_warn("%s=%s is not valid: it accepts %s; keeping the default", var, cb_quote(text, q, sizeof q),
-                accepts(o, buf, sizeof buf));
+        if (!why[0])
+            snprintf(why, sizeof why, "it accepts %s", accepts(o, buf, sizeof buf));
+        cb_warn("%s=%s is not valid: %s%s", var, cb_quote(text, q, sizeof q), why,
+                then(i == CB_OPT_stats_file ? "; the report goes to stderr" : "; keeping the default"));
         cb_source[i] = CB_FROM_REJECTED;
         return 1;
     }
-    cb_values[i] = v;
+    if (o->type == CB_T_STRING)
+        cb_strings[i] = text;
+    else
+        cb_values[i] = v;
     cb_source[i] = CB_FROM_ENV;
     return 0;
+}
+
+/* A report file that is a FIFO nobody reads would block the program in open()
+ * at exit.  Found at start (the name has no escapes and names a FIFO), it is
+ * opened without blocking: with no reader the report goes to stderr, with one the
+ * descriptor stays open to the end (closing it would hand that reader an end of
+ * file, and a reader that then leaves would block the report's own open).  Not
+ * a rejected value (nothing the launcher should refuse): a warning, once. */
+static int cb_fifo_fd = -1;
+static void stats_file_reachable(void)
+{
+    const char *path = cb_strings[CB_OPT_stats_file];
+    struct stat st;
+    if (cb_checking || !path || strchr(path, '%') || stat(path, &st) || !S_ISFIFO(st.st_mode) || cb_fifo_fd >= 0)
+        return;
+    int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd >= 0) {
+        cb_fifo_fd = fd;
+        return;
+    }
+    char q[CB_QUOTE_LEN], e[128];
+    if (errno == ENXIO)
+        cb_warn("CUBATCH_STATS_FILE=%s is a FIFO that nobody is reading (the report would block the program at "
+                "exit); the report goes to stderr",
+                cb_quote(path, q, sizeof q));
+    else
+        cb_warn("CUBATCH_STATS_FILE=%s is a FIFO that cannot be opened (%s); the report goes to stderr",
+                cb_quote(path, q, sizeof q), cb_errstr(errno, e, sizeof e));
+    cb_strings[CB_OPT_stats_file] = NULL;
+    cb_source[CB_OPT_stats_file] = CB_FROM_REJECTED;
 }
 
 /* Optimal string alignment distance (edits, including a swap of two adjacent
@@ -297,10 +398,8 @@ static size_t name_distance(const char *a, size_t la, const char *b, size_t lb)
 }
 
 /* CUBATCH_ names that are not options but are set on purpose: the launcher's
- * library path, and variables of the project's own test and benchmark scripts,
- * which they export to the programs they run under the preload. */
-static const char *const cb_env_not_options[] = {"LIBRARY", "LIB", "BUILDDIR", "TEST_SEED", "GPU_TIMEOUT",
-                                                 "GPU_CONFIGS"};
+ * library path. */
+static const char *const cb_env_not_options[] = {"LIBRARY"};
 
 static int is_known_name(const char *rest, size_t len)
 {
@@ -356,32 +455,29 @@ static int check_unknown_names(void)
         name[n] = 0;
         const char *near = closest_name(rest, len, hint, sizeof hint);
         if (near)
-            cb_warn("%s is not a cubatch option (did you mean %s?); it is ignored", cb_quote(name, q, sizeof q), near);
+            cb_warn("%s is not a cubatch option (did you mean %s?)%s", cb_quote(name, q, sizeof q), near,
+                    then("; it is ignored"));
         else
-            cb_warn("%s is not a cubatch option (cubatch --help lists them); it is ignored", cb_quote(name, q, sizeof q));
+            cb_warn("%s is not a cubatch option (cubatch --help lists them)%s", cb_quote(name, q, sizeof q),
+                    then("; it is ignored"));
         bad++;
     }
     return bad;
 }
 
-int cb_config_load(void)
+int cb_config_load(int checking)
 {
+    cb_checking = checking;
     /* CUBATCH_LOG first, so that it governs every message about the others. */
     int bad = load_one(CB_OPT_log);
     cb_log_set_level((unsigned)cb_values[CB_OPT_log]);
     for (size_t i = 0; i < CB_OPTION_COUNT; i++)
         if (i != CB_OPT_log)
             bad += load_one(i);
-    if (cb_values[CB_OPT_src_order] == CB_SRC_ORDER_DURING) {
-        cb_warn("CUBATCH_SRC_ORDER=during_api_call is refused: a deferred copy cannot promise its "
-                "source was read before the program's call returned; using stream");
-        cb_values[CB_OPT_src_order] = CB_SRC_ORDER_STREAM;
-        cb_source[CB_OPT_src_order] = CB_FROM_REJECTED;
-        bad++;
-    }
-    /* A report file alone asks for a report: text, unless CUBATCH_STATS says. */
-    const char *file = cb_strings[CB_OPT_stats_file];
-    if (file && *file && cb_source[CB_OPT_stats] != CB_FROM_ENV) {
+    stats_file_reachable();
+    /* A report file alone asks for a report: text, unless CUBATCH_STATS says;
+     * also one that was refused (its report then goes to stderr, as said). */
+    if (cb_source[CB_OPT_stats_file] != CB_FROM_DEFAULT && cb_source[CB_OPT_stats] != CB_FROM_ENV) {
         cb_values[CB_OPT_stats] = CB_STATS_ON;
         cb_source[CB_OPT_stats] = CB_FROM_FILE;
     }
@@ -400,14 +496,7 @@ static const char *value_text(size_t i, char *buf, size_t len)
     char q[CB_QUOTE_LEN];
     switch (o->type) {
     case CB_T_SIZE: return cb_format_size(cb_values[i], buf, len);
-    case CB_T_ENUM: {
-        const char *p = o->values;
-        for (uint64_t k = 0; k < cb_values[i] && strchr(p, '|'); k++)
-            p = strchr(p, '|') + 1;
-        const char *bar = strchr(p, '|');
-        snprintf(buf, len, "%.*s", bar ? (int)(bar - p) : (int)strlen(p), p);
-        return buf;
-    }
+    case CB_T_ENUM: return cb_option_word(o, cb_values[i], buf, len);
     case CB_T_STRING:
         if (cb_shown[i])
             snprintf(buf, len, "%s", cb_shown[i]);
@@ -417,6 +506,16 @@ static const char *value_text(size_t i, char *buf, size_t len)
             snprintf(buf, len, "unset");
         return buf;
     default: snprintf(buf, len, "%llu", (unsigned long long)cb_values[i]); return buf;
+    }
+}
+
+const char *cb_option_default(const struct cb_option *o, char *buf, size_t len)
+{
+    switch (o->type) {
+    case CB_T_SIZE: return cb_format_size(o->def, buf, len);
+    case CB_T_ENUM: return cb_option_word(o, o->def, buf, len);
+    case CB_T_STRING: snprintf(buf, len, "unset"); return buf;
+    default: snprintf(buf, len, "%llu", (unsigned long long)o->def); return buf;
     }
 }
 

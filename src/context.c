@@ -13,7 +13,7 @@
  *    never touches contexts made by cuCtxCreate on the same device;
  *  - cuDevicePrimaryCtxReset destroys the primary context's state whenever it
  *    succeeds.
- * Every one of them flushes every run first (DESIGN.md rule 6). */
+ * Every one of them flushes every run first (docs/design.md rule 6). */
 #include "run.h"
 #include "smwork.h"
 

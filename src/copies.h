@@ -6,6 +6,8 @@
 
 #include "internal.h"
 
+#include <limits.h>
+
 /* Queued copies, struct-of-arrays, so that a batch needs no copying. */
 struct cb_copies {
     CUdeviceptr *dsts, *srcs;
@@ -28,6 +30,10 @@ struct cb_marker {
     unsigned int flags;   /* the record's flags (0: only default records are queued) */
     unsigned char hook;   /* the entry point it came through (a MARKER row) */
 };
+/* A copy's and a marker's hook id are kept in one byte: engine_loop.c asserts,
+ * row by row, that every COPY and MARKER row of hooks.def has an id below 256
+ * (they come first in the table), so that none is sent through the wrong entry
+ * point. */
 
 /* A per-thread default stream's fences (rule 4): events that order a
  * side-stream submission after the owner's earlier work (start) and the owner's

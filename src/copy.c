@@ -1,6 +1,6 @@
 /* copy.c - the body shared by the copy wrappers (cuMemcpyAsync,
  * cuMemcpy{HtoD,DtoH,DtoD}Async_v2 and their _ptsz twins): every rule that
- * decides whether this copy may be deferred (DESIGN.md rules 1-3, 5 and the size
+ * decides whether this copy may be deferred (docs/design.md rules 1-3, 5, 12 and the size
  * and pace policies), in one place, each refusal counted under one reason.  A
  * deferred copy joins its stream's run; any other is issued at once, unchanged,
  * after whatever it must follow. */

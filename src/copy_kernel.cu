@@ -30,8 +30,9 @@
  * the program usually reads its destination soon.
  *
  * No shared memory, no atomics, no synchronisation between threads: every
- * thread's work is independent, which is also what lets bench/explore/kemu
- * run this very file on the CPU, thread after thread, to check it.
+ * thread's work is independent, so the file can be run on the CPU thread after
+ * thread to check every access (the exploration program did so: docs/design.md
+ * section 6).
  */
 #include "copy_kernel.h"
 
@@ -51,9 +52,12 @@ template <unsigned N> struct cb_kparams_tier {
     uint32_t flags;
     struct cb_kcopy c[N];
 };
-static_assert(sizeof(cb_kparams_tier<CB_KTIER_1K>) == CB_KPARAMS_BYTES(CB_KTIER_1K), "tier 40");
-static_assert(sizeof(cb_kparams_tier<CB_KTIER_4K>) == CB_KPARAMS_BYTES(CB_KTIER_4K), "tier 168");
-static_assert(sizeof(cb_kparams_tier<CB_KTIER_16K>) == CB_KPARAMS_BYTES(CB_KTIER_16K), "tier 680");
+#define CB_KTIER_SIZE(cap, name) \
+    static_assert(sizeof(cb_kparams_tier<cap>) == CB_KPARAMS_BYTES(cap), #name "'s parameter has no padding");
+CB_KTIERS(CB_KTIER_SIZE)
+#undef CB_KTIER_SIZE
+static_assert(sizeof(cb_kparams_tier<CB_KPARAMS_MAX>) == sizeof(struct cb_kparams),
+              "the largest tier's parameter is struct cb_kparams");
 
 /* Bytes [0, P) and [Q, n) of a piece, one byte per thread (fewer than 32 bytes
  * in all: the heads and tails of the vector paths). */
@@ -220,22 +224,12 @@ template <unsigned N, typename Params> __device__ __forceinline__ void cb_copy_r
 
 } // namespace
 
-extern "C" __global__ void __maxnreg__(CB_KMAXNREG) cubatch_copy_kernel(const __grid_constant__ struct cb_kparams p)
-{
-    cb_copy_run<CB_KPARAMS_MAX>(p);
-}
-
-extern "C" __global__ void __maxnreg__(CB_KMAXNREG) cubatch_copy_kernel_40(const __grid_constant__ cb_kparams_tier<CB_KTIER_1K> p)
-{
-    cb_copy_run<CB_KTIER_1K>(p);
-}
-
-extern "C" __global__ void __maxnreg__(CB_KMAXNREG) cubatch_copy_kernel_168(const __grid_constant__ cb_kparams_tier<CB_KTIER_4K> p)
-{
-    cb_copy_run<CB_KTIER_4K>(p);
-}
-
-extern "C" __global__ void __maxnreg__(CB_KMAXNREG) cubatch_copy_kernel_680(const __grid_constant__ cb_kparams_tier<CB_KTIER_16K> p)
-{
-    cb_copy_run<CB_KTIER_16K>(p);
-}
+/* One entry point per tier: its parameter is the first `cap` descriptors of
+ * struct cb_kparams (the host fills one struct cb_kparams for any tier). */
+#define CB_KTIER_KERNEL(cap, name)                                                                          \
+    extern "C" __global__ void __maxnreg__(CB_KMAXNREG) name(const __grid_constant__ cb_kparams_tier<cap> p) \
+    {                                                                                                       \
+        cb_copy_run<cap>(p);                                                                                \
+    }
+CB_KTIERS(CB_KTIER_KERNEL)
+#undef CB_KTIER_KERNEL

@@ -8,14 +8,16 @@
  * Limits.  Kernel parameters may total 32,764 bytes on sm_70+ with CUDA 12.1+
  * drivers (4,096 before); cubatch needs CUDA 13 anyway.  CB_KPARAMS_MAX = 1360
  * descriptors make 32,648 bytes (1364 would still fit: 32,744; 1360 is the size
- * measured on the H200).  A run of more copies goes out as several launches.
+ * that was measured).  A run of more copies goes out as several launches.
  *
  * Tiers.  The driver copies the kernel's declared parameter size on every
  * launch, whatever `count` says.  For short runs the fatbin also holds kernels
  * whose parameter is a PREFIX of struct cb_kparams (same header, same
  * descriptor array, fewer slots): fill one struct cb_kparams, pass its address
  * in kernelParams[0] to any tier whose capacity is >= count; the driver reads
- * only that tier's CB_KPARAMS_BYTES(capacity) bytes.
+ * only that tier's CB_KPARAMS_BYTES(capacity) bytes.  CB_KTIERS below is the
+ * one list of tiers (the kernels of copy_kernel.cu, the engine's table, the
+ * simulated driver's), each named by the descriptors it holds:
  *
  *   entry point                capacity  parameter bytes
  *   cubatch_copy_kernel_40         40         968
@@ -46,20 +48,20 @@
 #include <stdint.h>
 
 #define CB_KPARAMS_LIMIT 32764u /* bytes: kernel parameter limit, CUDA 12.1+ drivers */
-#define CB_KPARAMS_MAX 1360u    /* descriptors in struct cb_kparams */
-#define CB_KTIER_1K 40u         /* capacity of cubatch_copy_kernel_40 */
-#define CB_KTIER_4K 168u        /* capacity of cubatch_copy_kernel_168 */
-#define CB_KTIER_16K 680u       /* capacity of cubatch_copy_kernel_680 */
+#define CB_KPARAMS_MAX 1360u    /* descriptors in struct cb_kparams: the last tier */
 #define CB_KSPLIT_MIN 4096u     /* a piece of a split copy is at least this long */
 #define CB_KBLOCK_DEFAULT 256u  /* threads per block the library launches with */
 
+/* The tiers, smallest first, the last of CB_KPARAMS_MAX descriptors:
+ *   T(capacity, entry point) */
+#define CB_KTIERS(T)                                                                        \
+    T(40, cubatch_copy_kernel_40) T(168, cubatch_copy_kernel_168) T(680, cubatch_copy_kernel_680) \
+    T(1360, cubatch_copy_kernel)
+/* For tables: {"entry point", capacity}, one per tier. */
+#define CB_KTIER_ROW(cap, name) {#name, cap##u},
+
 /* Parameter bytes of a tier of capacity n. */
 #define CB_KPARAMS_BYTES(n) (8u + 24u * (unsigned)(n))
-
-#define CB_KERNEL_NAME "cubatch_copy_kernel"
-#define CB_KERNEL_NAME_40 "cubatch_copy_kernel_40"
-#define CB_KERNEL_NAME_168 "cubatch_copy_kernel_168"
-#define CB_KERNEL_NAME_680 "cubatch_copy_kernel_680"
 
 struct cb_kcopy {
     uint64_t dst;   /* device address of the destination */
@@ -91,9 +93,14 @@ CB_KSTATIC_ASSERT(sizeof(struct cb_kparams) == CB_KPARAMS_BYTES(CB_KPARAMS_MAX),
 CB_KSTATIC_ASSERT(sizeof(struct cb_kparams) <= CB_KPARAMS_LIMIT,
                   "cb_kparams must fit the 32,764-byte kernel parameter limit");
 CB_KSTATIC_ASSERT(sizeof(struct cb_kparams) == 32648, "1360 descriptors: 32,648 bytes");
-CB_KSTATIC_ASSERT(CB_KPARAMS_BYTES(CB_KTIER_4K) <= 4096u, "the 4K tier fits 4,096 bytes");
-CB_KSTATIC_ASSERT(CB_KTIER_1K < CB_KTIER_4K && CB_KTIER_4K < CB_KTIER_16K &&
-                      CB_KTIER_16K < CB_KPARAMS_MAX,
-                  "tiers grow");
+CB_KSTATIC_ASSERT(CB_KPARAMS_BYTES(168) <= 4096u, "the tier of 168 fits the 4,096 bytes of older drivers");
+/* Every tier fits the limit, and none holds more than struct cb_kparams (the
+ * order of the list, and its last tier being CB_KPARAMS_MAX, are checked by
+ * tests/sim/check_sim.c, which walks the list). */
+#define CB_KTIER_FITS(cap, name)                                                          \
+    CB_KSTATIC_ASSERT(cap##u <= CB_KPARAMS_MAX && CB_KPARAMS_BYTES(cap) <= CB_KPARAMS_LIMIT, \
+                      #name " fits the parameter limit");
+CB_KTIERS(CB_KTIER_FITS)
+#undef CB_KTIER_FITS
 
 #endif /* CUBATCH_COPY_KERNEL_H */

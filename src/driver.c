@@ -6,34 +6,10 @@
 
 #include <dlfcn.h>
 
-/* Which actions are copies (every action of hooks.def has its line). */
-#define CB_IS_COPY_COPY 1
-#define CB_IS_COPY_STREAM 0
-#define CB_IS_COPY_STREAM2 0
-#define CB_IS_COPY_LAUNCH 0
-#define CB_IS_COPY_CTX_SYNC 0
-#define CB_IS_COPY_CAPTURE_BEGIN 0
-#define CB_IS_COPY_CAPTURE_END 0
-#define CB_IS_COPY_STREAM_FREE 0
-#define CB_IS_COPY_DESTROY_STREAM 0
-#define CB_IS_COPY_CONTEXT 0
-#define CB_IS_COPY_FREE 0
-#define CB_IS_COPY_DESTROY_CTX 0
-#define CB_IS_COPY_PRIMARY_CTX 0
-#define CB_IS_COPY_RESOLVER 0
-#define CB_IS_COPY_MARKER 0
-#define CB_IS_COPY_EVENT 0
-#define CB_IS_COPY_EVENT_FORGET 0
-#define CB_IS_COPY_EVENT_CREATE 0
-#define CB_IS_COPY_EVENT_FOREIGN 0
-#define CB_IS_COPY_WAIT 0
-#define CB_IS_COPY_GRAPH_LAUNCH 0
-#define CB_IS_COPY_LAUNCH_CONFIG 0
-
 const struct cb_hook_row cb_hook_rows[CB_HOOK_COUNT] = {
-#define CB_HOOK(name, ptsz, action, aarg, params, args) {#name, ptsz, CB_IS_COPY_##action},
-#include "hooks.def"
-#undef CB_HOOK
+#define CB_ON_COPY(name, ptsz, action, aarg, params, args) [CB_ID_##name] = {#name, ptsz, 1},
+#define CB_ON_OTHER(name, ptsz, action, aarg, params, args) [CB_ID_##name] = {#name, ptsz, 0},
+#include "hooks_each.h"
 };
 
 void *cb_real[CB_HOOK_COUNT];

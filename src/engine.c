@@ -2,7 +2,7 @@
  *
  * A run of CUBATCH_MIN_RUN copies or more is executed by the copy kernel when
  * every copy of it may be (engine_kernel.c), else by the batch API in calls of
- * at most CUBATCH_MAX_BATCH copies (DESIGN.md: one batch of 51,828 descriptors
+ * at most CUBATCH_MAX_BATCH copies (docs/design.md section 2: one batch of 51,828 descriptors
  * crashed this driver; the batch API cannot run on the legacy stream); a shorter
  * run, or a legacy-stream run the kernel cannot take, goes out copy by copy
  * through each copy's own entry point (rule 8: a batch of one is slower than

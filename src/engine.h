@@ -1,13 +1,14 @@
 /* engine.h - the bottom of the copy path: turning queued copies into driver
  * calls.  engine.c chooses how a run goes out and replays a refused submission;
- * each engine executes copies one way (engine_batch.c: cuMemcpyBatchAsync;
+ * each engine executes copies one way (engine_kernel.c: one launch of cubatch's
+ * copy kernel, the first choice; engine_batch.c: cuMemcpyBatchAsync;
  * engine_loop.c: each copy through its own entry point); ptds.c fences a run of
  * another thread's per-thread default stream onto a side stream.
  *
  * What these files know of a run is only what copies.h declares (the queued
  * copies, and what its stream is); struct cb_run (run.h) holds both.  Each file
- * has its header: engine_batch.h, engine_loop.h, ptds.h, and this one for
- * engine.c, which includes the others for the layers above. */
+ * has its header: engine_kernel.h, engine_batch.h, engine_loop.h, ptds.h, and
+ * this one for engine.c, which includes the others for the layers above. */
 #ifndef CUBATCH_ENGINE_H
 #define CUBATCH_ENGINE_H
 

@@ -3,7 +3,7 @@
  * CUDA 13.0 headers #define cuMemcpyBatchAsync cuMemcpyBatchAsync_v2 (8
  * arguments); CUDA 12.8 had a 9-argument form with size_t *failIdx, and calling
  * one with the other's signature corrupts the stream argument.  So the entry
- * point is asked of the driver at version 13000 (DESIGN.md section 2), and used
+ * point is asked of the driver at version 13000 (docs/design.md section 2), and used
  * only when the library was built against CUDA 13 headers. */
 #include "engine_batch.h"
 #include "stats.h"

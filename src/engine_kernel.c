@@ -1,12 +1,10 @@
 /* engine_kernel.c - copies executed by cubatch's own copy kernel: one launch
  * carries a whole run (up to 1360 copies), its descriptors passed as the
  * kernel's one parameter (copy_kernel.h), so nothing is allocated, copied or
- * waited for per run.  Measured on an H200 (driver 580, bench/explore): 1024 x
- * 4 KiB device-to-device took 19 us as one launch, 5090 us as a loop of copies
- * and 4796 us as one cuMemcpyBatchAsync; host-to-device and device-to-host of
- * the same, 102 and 98 us against 2727 and 2261 us for the loop.  The launch
- * call costs the host 4-8 us, whatever the number of copies.  A kernel launch is
- * legal on the legacy stream, where the batch API is not.
+ * waited for per run, and the launch costs the host the same whatever the
+ * number of copies (what it gains over the loop and the batch API:
+ * docs/design.md section 6).  A kernel launch is legal on the legacy stream,
+ * where the batch API is not.
  *
  * The fatbin (SASS for every architecture of the toolkit, PTX of the newest) is
  * embedded (copy_kernel_image.S) and loaded once per context, with that context
@@ -18,9 +16,9 @@
  * (copy.c decides it per copy; a bad address would be a device fault, sticky for
  * the whole context, so nothing unsure is sent here).
  *
- * Grid: one block of 256 threads per copy, at most one block per SM: with as
- * many blocks as copies, a compute-bound kernel filling the GPU beside 40 copy
- * launches ran up to 1.0% longer; with one block per SM, 0.2% (bench/explore). */
+ * Grid: one block of 256 threads per copy, at most one block per SM, which
+ * disturbs a compute-bound kernel beside the copies least of the grids measured
+ * (docs/design.md section 6, "Interference"). */
 #include "engine_kernel.h"
 #include "copy_kernel.h"
 #include "stats.h"
@@ -34,12 +32,7 @@ extern const unsigned char cb_kernel_image[];
 
 /* The kernel's tiers (copy_kernel.h): the driver copies each tier's declared
  * parameter size on every launch, so a short run uses a short tier. */
-static const struct { const char *name; unsigned capacity; } cb_tiers[] = {
-    {CB_KERNEL_NAME_40, CB_KTIER_1K},
-    {CB_KERNEL_NAME_168, CB_KTIER_4K},
-    {CB_KERNEL_NAME_680, CB_KTIER_16K},
-    {CB_KERNEL_NAME, CB_KPARAMS_MAX},
-};
+static const struct { const char *name; unsigned capacity; } cb_tiers[] = {CB_KTIERS(CB_KTIER_ROW)};
 #define CB_TIERS (sizeof cb_tiers / sizeof cb_tiers[0])
 
 /* Per context: the module and its functions (NULL module: the load failed). */

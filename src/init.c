@@ -14,16 +14,16 @@ static CB_TLS int cb_in_init;
 int cb_init_running(void) { return cb_in_init; }
 
 /* The policy, read after CUBATCH_MAX_COPY (its bands must fit under it); a
- * refused policy is one of the launcher's problems too.  Returns 1 refused. */
-static int load_policy(void)
+ * refused policy is one of the launcher's problems too (checking: the launcher's
+ * check, which says itself what follows).  Returns 1 refused. */
+static int load_policy(int checking)
 {
     char why[CB_QUOTE_LEN + 128], q[CB_QUOTE_LEN];
     const char *text = cb_opt_str(CB_OPT_policy);
     if (!cb_policy_load(text, why, sizeof why))
         return 0;
-    cb_warn("CUBATCH_POLICY=%s is not valid: %s; it accepts default, all, none, or a comma list of "
-            "DIR:LO-HI bands (DIR h2d, d2h, d2d or h2h; sizes with K/M/G/T; HI may be max); keeping the default",
-            cb_quote(text, q, sizeof q), why);
+    cb_warn("CUBATCH_POLICY=%s is not valid: %s; it accepts " CB_POLICY_GRAMMAR "%s",
+            cb_quote(text, q, sizeof q), why, checking ? "" : "; keeping the default");
     cb_opt_reject(CB_OPT_policy);
     return 1;
 }
@@ -38,8 +38,8 @@ void cb_init_slow(void)
         return;
     }
     cb_in_init = 1;
-    cb_config_load();
-    load_policy();
+    cb_config_load(0);
+    load_policy(0);
     cb_stats_init();
     int found = cb_driver_load();
     if (found) {
@@ -62,10 +62,9 @@ void cb_init_slow(void)
 }
 
 /* The launcher's check (tools/cubatch-check.c): the environment as the library
- * reads it at start, every problem printed whatever CUBATCH_LOG says; returns
- * how many there were. */
+ * reads it at start, every problem printed as CUBATCH_LOG says (0: none, and the
+ * launcher is quiet too); returns how many there were. */
 int cubatch__check_options(void)
 {
-    cb_log_force_warnings = 1;
-    return cb_config_load() + load_policy();
+    return cb_config_load(1) + load_policy(1);
 }

@@ -57,7 +57,7 @@ enum cb_hook_id {
 enum cb_direction { CB_D_H2D, CB_D_D2H, CB_D_D2D, CB_D_H2H, CB_D_COUNT, CB_D_ANY = CB_D_COUNT };
 
 enum cb_option_id {
-#define CB_OPTION(name, type, def, lo, hi, values, doc) CB_OPT_##name,
+#define CB_OPTION(name, type, def, lo, hi, values, check, doc) CB_OPT_##name,
 #include "options.def"
 #undef CB_OPTION
     CB_OPTION_COUNT
@@ -244,22 +244,47 @@ size_t cb_stats_json(char *buf, size_t len);
 /* ---- config.c: options ------------------------------------------------------------ */
 uint64_t cb_opt(enum cb_option_id id);
 const char *cb_opt_str(enum cb_option_id id);
-/* An option's value was found unusable after loading (e.g. a report file
- * pattern, the policy): its default stays, and the option dump says so. */
+/* An option's value was found unusable after loading (e.g. the policy): its
+ * default stays, and the option dump says so. */
 void cb_opt_reject(enum cb_option_id id);
 /* The text an option's dump shows for a STRING option in use (e.g. the policy's
  * bands once parsed). */
 void cb_opt_set_shown(enum cb_option_id id, const char *text);
 int cb_parse_size(const char *text, uint64_t *out); /* 4K, 1MiB, 1T, 123: 0 ok, -1 bad */
-/* Parse one value the way the environment is parsed: 0 ok, -1 refused. */
+/* Parse one value the way the environment is parsed (its CHECK included): 0 ok,
+ * -1 refused. */
 int cb_parse_option(const char *name, const char *text, uint64_t *out);
 const char *cb_format_size(uint64_t v, char *buf, size_t len); /* 1048576 -> "1M", UINT64_MAX -> "max" */
 /* Reads the environment once and warns about every rejected value and unknown
- * CUBATCH_ name; returns how many there were. */
-int cb_config_load(void);
+ * CUBATCH_ name; returns how many there were.  checking: the launcher's check
+ * (nothing is done but reading; messages leave the consequence to the launcher). */
+int cb_config_load(int checking);
 void cb_config_describe(void); /* log level 2+: the value in use of every option */
-/* The launcher's check (tools/cubatch-check.c): cb_config_load with every warning
- * shown; returns the number of problems. */
+/* The table itself, for the tools that print it (tools/options-doc.c). */
+enum cb_opt_type { CB_T_BOOL, CB_T_SIZE, CB_T_UINT, CB_T_ENUM, CB_T_STRING };
+struct cb_option {
+    enum cb_option_id id; /* the row's own index (checked by tests/check_units.c) */
+    const char *name;
+    enum cb_opt_type type;
+    uint64_t def, lo, hi;
+    const char *values; /* an ENUM's words, each followed by '|' */
+    /* the option's own rule (options.def's CHECK column): 0 accepted, else -1 and
+     * why (what follows "is not valid: "); ok: the type's own parse succeeded */
+    int (*check)(const char *text, int ok, uint64_t *v, char *why, size_t wlen);
+    const char *check_name, *doc;
+};
+extern const struct cb_option cb_options[CB_OPTION_COUNT];
+extern const char *const cb_opt_type_names[]; /* "BOOL", "SIZE"... by enum cb_opt_type */
+/* The words BOOL options take: yes-words at even, no-words at odd indices. */
+extern const char *const cb_bool_words[8];
+const char *cb_option_env(const struct cb_option *o, char *buf, size_t len); /* CUBATCH_MAX_BATCH */
+/* Word k of an ENUM option ("" past the last). */
+const char *cb_option_word(const struct cb_option *o, uint64_t k, char *buf, size_t len);
+const char *cb_option_words(const struct cb_option *o, char *buf, size_t len); /* "auto|kernel|batch" */
+/* The default as the option's user writes it: a word, a size with its unit, "unset". */
+const char *cb_option_default(const struct cb_option *o, char *buf, size_t len);
+/* The launcher's check (tools/cubatch-check.c): cb_config_load and the policy,
+ * as at start; returns the number of problems. */
 CB_EXPORT int cubatch__check_options(void);
 
 /* ---- driver.c: the real driver ---------------------------------------------------- */
@@ -296,7 +321,6 @@ enum { CB_LOG_WARN = 1, CB_LOG_NOTICE = 2, CB_LOG_DEBUG = 3 };
 void cb_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define cb_warn(...) cb_log(CB_LOG_WARN, __VA_ARGS__)
 void cb_log_set_level(unsigned level); /* CUBATCH_LOG, once read (config.c) */
-extern int cb_log_force_warnings;      /* the launcher's check: warnings whatever CUBATCH_LOG says */
 /* A user-supplied text for a message: quoted, escaped, long ones cut with "...". */
 #define CB_QUOTE_LEN 320
 const char *cb_quote(const char *s, char *buf, size_t len);

@@ -21,7 +21,6 @@
 
 static atomic_int cb_log_warnings;
 static CB_TLS int cb_log_busy;
-int cb_log_force_warnings;
 /* Warnings until CUBATCH_LOG is read (config.c reads it before anything else). */
 static atomic_uint cb_log_level = CB_LOG_WARN;
 
@@ -29,8 +28,6 @@ void cb_log_set_level(unsigned level) { atomic_store_explicit(&cb_log_level, lev
 
 static int cb_log_shown(int level)
 {
-    if (level == CB_LOG_WARN && cb_log_force_warnings)
-        return 1;
     return level >= CB_LOG_WARN && (unsigned)level <= atomic_load_explicit(&cb_log_level, memory_order_relaxed);
 }
 

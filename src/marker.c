@@ -1,5 +1,5 @@
 /* marker.c - event records that ride in runs, and the calls that observe them
- * (DESIGN.md rule 11; the MARKER, EVENT*, WAIT, GRAPH_LAUNCH and LAUNCH_CONFIG
+ * (docs/design.md rule 11; the MARKER, EVENT*, WAIT, GRAPH_LAUNCH and LAUNCH_CONFIG
  * rows of hooks.def).
  *
  * A record (default flags) of an event cubatch knows to be safe, on a stream

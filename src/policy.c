@@ -1,21 +1,16 @@
 /* policy.c - the one table that decides, by direction and size, whether a copy is
- * worth deferring.  Measured on an H200 with driver 580 (DESIGN.md section 4,
- * bench/explore, bench/RESULTS.md), every direction gains at every size once runs
- * go out as they are executed now: the copy kernel wins 7-265x on host-to-device,
- * device-to-host and device-to-device copies up to 64 KiB and more; the batch
- * API, submitted in chunks of 32 (pipelining), no longer loses on host-to-device
- * copies of 8-28 KiB (1024 x 16 KiB: 1063 us in chunks against 3011 us for the
- * loop), which it did as one large batch (up to 2x slower), and gains 1.06-1.09x
- * on device-to-device copies.  So the default defers them all; host-to-host
- * copies were not measured and are left alone.  With pipelining switched off,
- * host-to-device copies of 8-28 KiB that the kernel does not take (managed
- * memory, CUBATCH_ENGINE=batch) are slower batched: keep them out with a policy
- * such as "h2d:0-8K,h2d:28K-max,d2h:0-max,d2d:0-max".
+ * worth deferring.  The default defers every host-to-device, device-to-host and
+ * device-to-device size: with runs going out through the copy kernel, or through
+ * the batch API in chunks, every one of them was measured to gain
+ * (docs/design.md section 6).  Host-to-host copies were not measured and are
+ * left alone.  The one band known to lose, host-to-device copies of 8 KiB to
+ * just under 28 KiB sent to the batch API as one large batch (pipelining off,
+ * and memory the kernel does not take), is for the user to keep out with a
+ * policy (the README says how).
  *
- * CUBATCH_POLICY replaces the table: "default", "all", "none", or a comma list of
- * DIR:LO-HI bands (half-open [LO, HI); HI may be "max"), e.g.
- * "h2d:0-max,d2h:0-max,d2d:0-max" (the default).  A direction with no
- * band is never deferred.  CUBATCH_MAX_COPY caps every band.
+ * CUBATCH_POLICY replaces the table (what it takes: CB_POLICY_GRAMMAR, in
+ * options.def); bands are half-open, [LO, HI).  A direction with no band is
+ * never deferred.  CUBATCH_MAX_COPY caps every band.
  *
  * A policy is refused as a whole (the default stays, one warning says why) when a
  * band is malformed, when a direction has more than CB_POLICY_BANDS bands, when a
@@ -136,7 +131,7 @@ static int policy_parse(const char *text, uint64_t max_copy, struct cb_policy *p
 {
     memset(p, 0, sizeof *p);
     if (!text || !*text || !strcasecmp(text, "default")) {
-        /* the default fits any maximum: a max copy below 28K only narrows it */
+        /* the default fits any maximum: CUBATCH_MAX_COPY only narrows its bands */
         text = cb_policy_default_text;
         max_copy = UINT64_MAX;
     }

@@ -10,8 +10,8 @@
  * ev_join is recorded; the legacy stream waits for ev_join right before the next
  * legacy-ordered call (so later legacy work, and with it every blocking stream,
  * follows the copies), and the owner's stream waits for it before the owner's
- * next call on it.  Measured on an H200: about 1.3 us per run, order kept in
- * every trial.
+ * next call on it.  Why this keeps the order, and what it costs: docs/design.md
+ * rule 4.
  *
  * Callers hold the run lock (run.c), which also guards the per-context state
  * kept here. */

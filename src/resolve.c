@@ -2,7 +2,7 @@
  *
  * The CUDA runtime, PyTorch and CuPy never call cuMemcpyAsync by symbol: they
  * dlopen libcuda.so.1, dlsym cuGetProcAddress_v2, and fetch every function
- * through it (DESIGN.md section 1).  So cubatch exports dlsym and the three
+ * through it (docs/design.md section 1).  So cubatch exports dlsym and the three
  * cuGetProcAddress entry points; each calls the real resolver first, keeps its
  * return code, NULL results and symbolStatus, and replaces the returned pointer
  * only if it is *identical* to the real address of a function in hooks.def.
@@ -91,9 +91,9 @@ static int is_own_wrapper(void *p)
  * cubatch: a process that never loads CUDA must not have it loaded behind its
  * back.  dlopen("libcuda.so.1", RTLD_NOLOAD) would say, but when the driver is
  * not there that call searches for it (the loader cache, every system
- * directory: about 9 system calls, 20 us) holding the loader's lock, and did so on
- * every dlsym of a driver name: threads of a program without CUDA doing
- * dlopen/dlsym waited on each other (bench/dl_threads.c).  The list of loaded
+ * directory) holding the loader's lock, and did so on every dlsym of a driver
+ * name: threads of a program without CUDA doing dlopen/dlsym waited on each
+ * other (bench/dl_threads.c; bench/RESULTS.md, "dlopen/dlsym from threads").  The list of loaded
  * objects changes only when one is loaded, which dl_iterate_phdr counts: the
  * names are read again only after a load. */
 static atomic_ullong cb_adds_without_driver = ULLONG_MAX; /* loads counted when it was last missing */
@@ -219,11 +219,11 @@ CB_DLSYM_VISIBILITY CB_UNINSTRUMENTED void *CB_DLSYM_IMPL(void *handle, const ch
 /* The resolvers (the RESOLVER rows of hooks.def) differ only in arity: ask the
  * real one, keep its answer, swap the pointer if (and only if) it is a function
  * we wrap. */
-#define CB_RESOLVE_RESOLVER(name, params, args)                           \
+#define CB_ON_RESOLVER(name, ptsz, action, aarg, params, args)                 \
     CB_EXPORT CUresult CUDAAPI name params                               \
     {                                                                    \
         cb_init();                                                       \
-        cb_bump(&cb_stats_thread()->calls[CB_ID_##name], 1);                        \
+        cb_bump(&cb_stats_thread()->calls[CB_ID_##name], 1);             \
         if (!CB_REAL(name))                                              \
             return cb_absent(CB_ID_##name);                              \
         CUresult r = CB_REAL(name) args;                                 \
@@ -231,28 +231,4 @@ CB_DLSYM_VISIBILITY CB_UNINSTRUMENTED void *CB_DLSYM_IMPL(void *handle, const ch
             *pfn = cb_swap(*pfn);                                        \
         return r;                                                        \
     }
-#define CB_RESOLVE_OTHER(name, params, args)
-#define CB_RESOLVE_COPY CB_RESOLVE_OTHER
-#define CB_RESOLVE_STREAM CB_RESOLVE_OTHER
-#define CB_RESOLVE_STREAM2 CB_RESOLVE_OTHER
-#define CB_RESOLVE_LAUNCH CB_RESOLVE_OTHER
-#define CB_RESOLVE_CTX_SYNC CB_RESOLVE_OTHER
-#define CB_RESOLVE_CAPTURE_BEGIN CB_RESOLVE_OTHER
-#define CB_RESOLVE_CAPTURE_END CB_RESOLVE_OTHER
-#define CB_RESOLVE_STREAM_FREE CB_RESOLVE_OTHER
-#define CB_RESOLVE_DESTROY_STREAM CB_RESOLVE_OTHER
-#define CB_RESOLVE_CONTEXT CB_RESOLVE_OTHER
-#define CB_RESOLVE_FREE CB_RESOLVE_OTHER
-#define CB_RESOLVE_DESTROY_CTX CB_RESOLVE_OTHER
-#define CB_RESOLVE_PRIMARY_CTX CB_RESOLVE_OTHER
-#define CB_RESOLVE_MARKER CB_RESOLVE_OTHER
-#define CB_RESOLVE_EVENT CB_RESOLVE_OTHER
-#define CB_RESOLVE_EVENT_FORGET CB_RESOLVE_OTHER
-#define CB_RESOLVE_EVENT_CREATE CB_RESOLVE_OTHER
-#define CB_RESOLVE_EVENT_FOREIGN CB_RESOLVE_OTHER
-#define CB_RESOLVE_WAIT CB_RESOLVE_OTHER
-#define CB_RESOLVE_GRAPH_LAUNCH CB_RESOLVE_OTHER
-#define CB_RESOLVE_LAUNCH_CONFIG CB_RESOLVE_OTHER
-#define CB_HOOK(name, ptsz, action, aarg, params, args) CB_RESOLVE_##action(name, params, args)
-#include "hooks.def"
-#undef CB_HOOK
+#include "hooks_each.h"

@@ -23,6 +23,10 @@ for v in $(sed -n 's/^CB_OPTION(\([a-z_]*\),.*/\1/p' "$s/src/options.def" | tr a
     printf '%s\n' "$help" | grep -q "CUBATCH_$v" || bad "--help lacks CUBATCH_$v"
 done
 ok "--help lists every option of options.def"
+# The help's first paragraph names the engines the default (--engine=auto) uses.
+intro=$(printf '%s\n' "$help" | sed -n '/^Run COMMAND/,/^$/p')
+printf '%s\n' "$intro" | grep -q 'copy kernel' && printf '%s\n' "$intro" | grep -q 'cuMemcpyBatchAsync' &&
+    ok "--help names the copy kernel and the batch API" || bad "--help's description: $intro"
 CUBATCH_LIBRARY=/nonexistent/libcubatch.so "$C" /bin/true 2>/dev/null; rc=$?
 [ $rc -eq 127 ] && ok "missing library: exit 127" || bad "missing library (exit $rc)"
 "$C" -- sh -c 'exit 42'; rc=$?
@@ -63,9 +67,34 @@ fi
 out=$(CUBATCH_MAXBATCH=8 "$C" -- sh -c 'echo ran' 2>&1); rc=$?
 [ $rc -eq 2 ] && printf '%s\n' "$out" | grep -q 'did you mean CUBATCH_MAX_BATCH?' && ! printf '%s\n' "$out" | grep -q '^ran' &&
     ok "misspelt CUBATCH_ variable refused, closest name given" || bad "CUBATCH_MAXBATCH (exit $rc): $out"
-out=$(CUBATCH_LOG=0 CUBATCH_POLICY=h2d:1G-2G "$C" -- sh -c 'echo ran' 2>&1); rc=$?
+out=$(CUBATCH_POLICY=h2d:1G-2G "$C" -- sh -c 'echo ran' 2>&1); rc=$?
 [ $rc -eq 2 ] && printf '%s\n' "$out" | grep -q 'starts above CUBATCH_MAX_COPY (1M)' &&
-    ok "unreachable policy refused, with the limit named (even with CUBATCH_LOG=0)" || bad "policy (exit $rc): $out"
+    ok "unreachable policy refused, with the limit named" || bad "policy (exit $rc): $out"
+# CUBATCH_LOG=0 (or --log=0) is no message at all, the launcher's refusal included
+for how in "env CUBATCH_LOG=0 $C" "env CUBATCH_LOG=00 $C" "$C --log=0"; do
+    out=$(CUBATCH_POLICY=h2d:1G-2G CUBATCH_MAXBATCH=8 $how -- sh -c 'echo ran' 2>&1); rc=$?
+    [ $rc -eq 2 ] && [ -z "$out" ] && ok "refused silently at log level 0 ($how)" || bad "$how (exit $rc): '$out'"
+done
+# the library's words agree with what the launcher does: nothing "is ignored"
+# (or kept at its default) when the program is then not started
+out=$(CUBATCH_MAXBATCH=8 CUBATCH_STATS=loud "$C" -- sh -c 'echo ran' 2>&1); rc=$?
+[ $rc -eq 2 ] && ! printf '%s\n' "$out" | grep -q 'it is ignored\|keeping the default' &&
+    printf '%s\n' "$out" | grep -q "not starting 'sh'" &&
+    ok "the refusal's messages say what happens: the program is not started" || bad "refusal wording (exit $rc): $out"
+# a value forgotten: the command was taken for it
+out=$("$C" --max-batch ./prog 2>&1); rc=$?
+[ $rc -eq 2 ] && printf '%s\n' "$out" | grep -q "'./prog' was taken as the value of --max-batch" &&
+    ok "--max-batch ./prog: the forgotten value said plainly" || bad "--max-batch ./prog (exit $rc): $out"
+out=$("$C" --policy= -- sh -c 'echo ran' 2>&1); rc=$?
+[ $rc -eq 2 ] && printf '%s\n' "$out" | grep -q "option '--policy' needs a value" &&
+    ok "an empty flag value is a usage error" || bad "--policy= (exit $rc): $out"
+# the boolean words, for 0|1 options and --stats, as --help and the README say
+for w in $("$b/tools/options-doc" --bool-words); do
+    out=$("$C" --stats="$w" --pipeline="$w" -- sh -c 'echo ran' 2>&1); rc=$?
+    [ $rc -eq 0 ] && [ "$out" = ran ] || bad "--stats=$w --pipeline=$w (exit $rc): $out"
+    printf '%s\n' "$help" | grep -q "[ /]$w[/ ,]" || bad "--help does not name the word $w"
+done
+ok "every boolean word accepted by --stats and 0|1 options, and named by --help"
 out=$("$C" --max-copy=1T --policy=h2d:1G-2G -- sh -c 'echo ran' 2>&1); rc=$?
 [ $rc -eq 0 ] && [ "$out" = ran ] && ok "--max-copy=1T accepted, as --help documents" || bad "--max-copy=1T (exit $rc): $out"
 out=$(CUBATCH_LIBRARY=/etc/passwd "$C" -- sh -c 'echo ran' 2>&1); rc=$?
@@ -110,12 +139,32 @@ gen=$("$b/tools/options-doc" --markdown)
 doc=$(sed -n '/options-table: begin/,/options-table: end/p' "$s/README.md" | sed '1d;$d')
 [ "$gen" = "$doc" ] && ok "README option table up to date" || bad "README option table differs from tools/options-doc --markdown"
 
+# the README's words for the boolean values are the library's
+gen=$("$b/tools/options-doc" --bool-words | sed 's/.*/`&`/' | tr '\n' ' ' | sed 's/ $//')
+doc=$(sed -n '/bool-words: begin/,/bool-words: end/p' "$s/README.md" | sed '1d;$d')
+[ "$doc" = "Options of values 0|1 take $gen" ] && ok "README's boolean words are the library's" ||
+    bad "README's boolean words '$doc' differ from tools/options-doc --bool-words ($gen)"
+
+# the README's default policy is the one the library prints at --log=2
+lib_policy=$("$C" --log=2 -- "$b/tests/probe" basic 2>&1 >/dev/null | sed -n 's/^cubatch: option policy = \(.*\) (default)$/\1/p')
+doc_policy=$(tr '\n' ' ' <"$s/README.md" | grep -o 'The default policy ([^)]*) is `[^`]*`' | sed 's/.*`\(.*\)`$/\1/')
+[ -n "$lib_policy" ] && [ "$lib_policy" = "$doc_policy" ] && ok "README's default policy is the library's ($lib_policy)" ||
+    bad "default policy: library '$lib_policy', README '$doc_policy'"
+# and the README's example of the option dump names the same default
+tr '\n' ' ' <"$s/README.md" | grep -q "option policy = $lib_policy (default: the value given was rejected)" &&
+    ok "README's log example shows the default policy" || bad "README's log example of the policy is not '$lib_policy'"
+
 # the quick start's demo, against the simulated driver
-demo=$(CUBATCH_BUILDDIR="$b" sh "$s/examples/run-demo.sh" --sim 2>&1); rc=$?
+demo=$(CB_BUILDDIR="$b" sh "$s/examples/run-demo.sh" --sim 2>&1); rc=$?
 if [ $rc -eq 0 ] && printf '%s\n' "$demo" | grep -q 'demo: OK' && printf '%s\n' "$demo" | grep -qi 'simulated'; then
     ok "demo under the launcher, simulated driver, says so"
 else
     bad "demo (exit $rc): $demo"
 fi
+# the "with cubatch" line it prints works when pasted into a fresh shell
+cmd=$(printf '%s\n' "$demo" | sed -n 's/^run-demo: with cubatch: //p')
+pasted=$(cd / && env -u CUBATCH_LIBRARY -u LD_LIBRARY_PATH sh -c "$cmd" 2>&1); rc=$?
+[ -n "$cmd" ] && [ $rc -eq 0 ] && printf '%s\n' "$pasted" | grep -q 'demo: OK (every byte' &&
+    ok "the demo's command line works pasted" || bad "pasted demo command '$cmd' (exit $rc): $pasted"
 rm -f "$json" "$b/launcher.err"
 exit $fail

@@ -7,8 +7,12 @@
  * tests/opsprog (a small driver program, against the simulated driver),
  * tests/nocuda (no CUDA at all) and bench/dl_threads (lookups from threads). */
 #include "config.h" /* _GNU_SOURCE */
+#define TH_WITH_CHECK 1
+#include "harness.h"
+
 #include <check.h>
 #include <dirent.h>
+#include <errno.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -34,27 +38,9 @@ struct proc {
     char dir[64]; /* holds out and err */
 };
 struct res {
-    int status; /* exit status, -1 when killed */
+    int status; /* exit status, or 128 + the signal that ended it */
     char *out, *err;
 };
-
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 4096, n = 0;
-    char *b = malloc(cap);
-    size_t got;
-    while ((got = fread(b + n, 1, cap - n - 1, f)) > 0) {
-        n += got;
-        if (cap - n - 1 == 0)
-            b = realloc(b, cap *= 2);
-    }
-    b[n] = 0;
-    fclose(f);
-    return b;
-}
 
 enum { PRELOAD = 1, SIM = 2 };
 
@@ -66,11 +52,7 @@ static struct proc start(const char *const *argv, int how, const char *const *ex
     snprintf(p.dir, sizeof p.dir, "/tmp/cubatch-ops-XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(p.dir));
     const char *env[400];
-    int ne = 0;
-    env[ne++] = "PATH=/usr/bin:/bin";
-    env[ne++] = "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0:abort_on_error=0";
-    env[ne++] = "UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1";
-    env[ne++] = "TSAN_OPTIONS=halt_on_error=1:report_signal_unsafe=0";
+    int ne = (int)th_env_clean(env, 400);
     env[ne++] = "CUBATCH_FLUSH_US=1000000";
     env[ne++] = "CUBATCH_SLOW_NS=1000000000";
     if (how & SIM)
@@ -80,40 +62,25 @@ static struct proc start(const char *const *argv, int how, const char *const *ex
     for (; extra && *extra && ne < 398; extra++)
         env[ne++] = *extra;
     env[ne] = NULL;
-    p.pid = fork();
+    char out[96], err[96];
+    snprintf(out, sizeof out, "%s/out", p.dir);
+    snprintf(err, sizeof err, "%s/err", p.dir);
+    p.pid = th_start((char *const *)argv, (char *const *)env, out, err, 120);
     ck_assert_int_ge(p.pid, 0);
-    if (p.pid == 0) {
-        char path[96];
-        snprintf(path, sizeof path, "%s/out", p.dir);
-        int fo = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        snprintf(path, sizeof path, "%s/err", p.dir);
-        int fe = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        dup2(fo, 1);
-        dup2(fe, 2);
-        alarm(120);
-        execve(argv[0], (char *const *)argv, (char *const *)env);
-        _exit(127);
-    }
     return p;
 }
 
 static struct res finish(struct proc *p)
 {
-    int st = 0;
-    waitpid(p->pid, &st, 0);
-    struct res r = {WIFEXITED(st) ? WEXITSTATUS(st) : -1, NULL, NULL};
+    struct res r = {th_wait(p->pid), NULL, NULL};
     char path[96];
     snprintf(path, sizeof path, "%s/out", p->dir);
-    r.out = slurp(path);
+    r.out = th_slurp(path);
     unlink(path);
     snprintf(path, sizeof path, "%s/err", p->dir);
-    r.err = slurp(path);
+    r.err = th_slurp(path);
     unlink(path);
     rmdir(p->dir);
-    if (!r.out)
-        r.out = strdup("");
-    if (!r.err)
-        r.err = strdup("");
     return r;
 }
 
@@ -235,7 +202,7 @@ static void reports_per_process(int n)
         ck_assert_msg(r.status == 0 && strstr(r.out, "opsprog: ok"), "%s%s", r.out, tail(r.err));
         char path[200];
         snprintf(path, sizeof path, "%s/r.%d.json", d, (int)p[i].pid);
-        char *rep = slurp(path);
+        char *rep = th_slurp(path);
         ck_assert_msg(one_json_report(rep), "%s: not one whole report: %s", path, rep ? rep : "(missing)");
         ck_assert_int_eq(json_num(rep, "pid"), p[i].pid);
         ck_assert_int_eq(json_num(rep, "deferred"), 31); /* 32 copies: the first of the burst goes out at once */
@@ -264,7 +231,7 @@ START_TEST(host_name_and_percent_in_the_name)
     ck_assert_int_eq(r.status, 0);
     char path[512];
     snprintf(path, sizeof path, "%s/r.%s.%%.json", d, host);
-    char *rep = slurp(path);
+    char *rep = th_slurp(path);
     ck_assert_msg(one_json_report(rep), "%s: %s; stderr: %s", path, rep ? rep : "(missing)", tail(r.err));
     free(rep);
     res_free(&r);
@@ -297,7 +264,7 @@ START_TEST(one_name_many_processes_never_torn)
             ck_assert_int_eq(r.status, 0);
             res_free(&r);
         }
-        char *rep = slurp(path);
+        char *rep = th_slurp(path);
         ck_assert_msg(one_json_report(rep), "round %d: torn report: %s", round, rep ? rep : "(missing)");
         free(rep);
         ck_assert_int_eq(count_entries(d), 1);
@@ -319,9 +286,9 @@ START_TEST(fork_child_reports_its_own_work)
     int child = atoi(strstr(r.out, "opsprog: child ") + 15);
     char path[200];
     snprintf(path, sizeof path, "%s/r.%d.json", d, (int)p.pid);
-    char *parent_rep = slurp(path);
+    char *parent_rep = th_slurp(path);
     snprintf(path, sizeof path, "%s/r.%d.json", d, child);
-    char *child_rep = slurp(path);
+    char *child_rep = th_slurp(path);
     ck_assert_msg(one_json_report(parent_rep), "%s", parent_rep ? parent_rep : "(no parent report)");
     ck_assert_msg(one_json_report(child_rep), "%s", child_rep ? child_rep : "(no child report)");
     ck_assert_int_eq(json_num(parent_rep, "copies"), 16);
@@ -372,13 +339,115 @@ START_TEST(file_alone_means_text_report)
     const char *argv[] = {OPSPROG, "copies", "8", NULL};
     struct res r = run(argv, PRELOAD | SIM, env);
     ck_assert_int_eq(r.status, 0);
-    char *rep = slurp(path);
+    char *rep = th_slurp(path);
     ck_assert_msg(rep && !strncmp(rep, "cubatch ", 8) && strstr(rep, " report (pid ") && strstr(rep, "deferred "),
                   "%s", rep ? rep : "(no report)");
     ck_assert_str_eq(r.err, "");
     free(rep);
     res_free(&r);
     tmpdir_free(d);
+}
+END_TEST
+
+/* A report file that is a FIFO nobody reads: the program must not hang at exit
+ * (it blocked in open() once); a warning says why, the report goes to stderr. */
+START_TEST(fifo_nobody_reads_does_not_hang)
+{
+    char *d = tmpdir_new();
+    char path[200], file[240];
+    snprintf(path, sizeof path, "%s/fifo", d);
+    ck_assert_int_eq(mkfifo(path, 0600), 0);
+    snprintf(file, sizeof file, "CUBATCH_STATS_FILE=%s", path);
+    const char *env[] = {"CUBATCH_STATS=json", file, NULL};
+    const char *argv[] = {OPSPROG, "copies", "8", NULL};
+    struct res r = run(argv, PRELOAD | SIM, env); /* a hang ends in the child's alarm: 128 + SIGALRM */
+    ck_assert_msg(r.status == 0, "status %d: %s", r.status, tail(r.err));
+    ck_assert_msg(strstr(r.err, "is a FIFO that nobody is reading (the report would block the program at exit); "
+                                "the report goes to stderr\n"), "%s", tail(r.err));
+    ck_assert_msg(strstr(r.err, "{\"cubatch\":"), "no report on stderr: %s", tail(r.err));
+    res_free(&r);
+    unlink(path);
+    tmpdir_free(d);
+}
+END_TEST
+
+/* A FIFO somebody reads gets the whole report (the check at start must not hand
+ * the reader an end of file before it). */
+START_TEST(fifo_with_a_reader_gets_the_report)
+{
+    char *d = tmpdir_new();
+    char path[200], got[220], file[240];
+    snprintf(path, sizeof path, "%s/fifo", d);
+    snprintf(got, sizeof got, "%s/got", d);
+    ck_assert_int_eq(mkfifo(path, 0600), 0);
+    int ready[2];
+    ck_assert_int_eq(pipe(ready), 0);
+    pid_t reader = fork();
+    ck_assert_int_ge(reader, 0);
+    if (reader == 0) {
+        /* open without waiting for a writer, say so, then read until the
+         * report has come and every writer is gone (an end of file before any
+         * byte only means no writer yet) */
+        alarm(60);
+        int in = open(path, O_RDONLY | O_NONBLOCK), out = open(got, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (in < 0 || out < 0 || write(ready[1], "r", 1) != 1)
+            _exit(1);
+        fcntl(in, F_SETFL, 0);
+        char buf[4096];
+        size_t total = 0;
+        for (;;) {
+            ssize_t n = read(in, buf, sizeof buf);
+            if (n > 0) {
+                if (write(out, buf, (size_t)n) != n)
+                    _exit(1);
+                total += (size_t)n;
+            } else if (n == 0 && total > 0) {
+                _exit(0);
+            } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+                _exit(1);
+            } else {
+                usleep(1000);
+            }
+        }
+    }
+    char token;
+    close(ready[1]);
+    ck_assert_int_eq(read(ready[0], &token, 1), 1); /* the reader is there before the program starts */
+    close(ready[0]);
+    snprintf(file, sizeof file, "CUBATCH_STATS_FILE=%s", path);
+    const char *env[] = {"CUBATCH_STATS=json", file, NULL};
+    const char *argv[] = {OPSPROG, "copies", "8", NULL};
+    struct res r = run(argv, PRELOAD | SIM, env);
+    int st = 0;
+    waitpid(reader, &st, 0);
+    ck_assert_msg(r.status == 0, "status %d: %s", r.status, tail(r.err));
+    ck_assert_str_eq(r.err, "");
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the reader failed (%d)", st);
+    char *rep = th_slurp(got);
+    ck_assert_msg(rep && one_json_report(rep), "the reader got: %s", rep ? rep : "(nothing)");
+    free(rep);
+    res_free(&r);
+    unlink(got);
+    unlink(path);
+    tmpdir_free(d);
+}
+END_TEST
+
+/* A report file name longer than a path: refused at start with its real length. */
+START_TEST(long_file_name_gives_its_length)
+{
+    static char file[5000 + 64];
+    int n = snprintf(file, sizeof file, "CUBATCH_STATS_FILE=/tmp/");
+    memset(file + n, 'r', 5000);
+    file[n + 5000] = 0;
+    const char *env[] = {file, NULL};
+    const char *argv[] = {OPSPROG, "copies", "8", NULL};
+    struct res r = run(argv, PRELOAD | SIM, env);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_msg(strstr(r.err, "rrr\"... (5005 bytes) is not valid: a path has at most 4095 bytes; the report "
+                                "goes to stderr\n"), "%s", tail(r.err));
+    ck_assert_msg(strstr(r.err, " report (pid "), "the text report did not come on stderr: %s", tail(r.err));
+    res_free(&r);
 }
 END_TEST
 
@@ -395,9 +464,48 @@ static struct res opsprog_with(const char *const *env)
 START_TEST(log_0_silences_every_message)
 {
     const char *env[] = {"CUBATCH_LOG=0", "CUBATCH_MAX_BATCH=lots", "CUBATCH_POLICY=garbage",
-                         "CUBATCH_SRC_ORDER=during_api_call", "CUBATCH_MAXBATCH=8", "CUBATCH_STATS_FILE=%q", NULL};
+                         "CUBATCH_SRC_ORDER=during_api_call", "CUBATCH_MAXBATCH=8", "CUBATCH_STATS_FILE=%q",
+                         "CUBATCH_STATS=off", /* a refused file alone would still ask for a report, on stderr */
+                         NULL};
     struct res r = opsprog_with(env);
     ck_assert_msg(r.err[0] == 0, "CUBATCH_LOG=0 printed: %s", tail(r.err));
+    res_free(&r);
+}
+END_TEST
+
+/* An empty value is the default, as if unset, for every option of the table:
+ * nothing printed; at log level 2 a notice names it. */
+static const char *const cb_option_names[] = {
+#define CB_OPTION(name, type, def, lo, hi, values, check, doc) #name,
+#include "options.def"
+#undef CB_OPTION
+};
+#define NOPTIONS (sizeof cb_option_names / sizeof cb_option_names[0])
+
+START_TEST(empty_values_mean_the_default)
+{
+    static char vars[NOPTIONS][64];
+    const char *env[NOPTIONS + 2];
+    size_t ne = 0;
+    for (size_t i = 0; i < NOPTIONS; i++) {
+        int k = snprintf(vars[i], sizeof vars[i], "CUBATCH_");
+        for (const char *c = cb_option_names[i]; *c; c++)
+            vars[i][k++] = (char)(*c >= 'a' && *c <= 'z' ? *c - 'a' + 'A' : *c);
+        vars[i][k++] = '=';
+        vars[i][k] = 0;
+        env[ne++] = vars[i];
+    }
+    env[ne] = NULL;
+    struct res r = opsprog_with(env);
+    ck_assert_msg(r.err[0] == 0, "empty values printed: %s", tail(r.err));
+    res_free(&r);
+    const char *two[] = {"CUBATCH_LOG=2", "CUBATCH_MAX_BATCH=", "CUBATCH_POLICY=", NULL};
+    r = opsprog_with(two);
+    ck_assert_msg(strstr(r.err, "cubatch: CUBATCH_MAX_BATCH is set but empty: the default, as if unset\n"), "%s",
+                  tail(r.err));
+    ck_assert_msg(strstr(r.err, "cubatch: option max_batch = 4096 (default)\n"), "%s", tail(r.err));
+    ck_assert_msg(strstr(r.err, "cubatch: CUBATCH_POLICY is set but empty"), "%s", tail(r.err));
+    ck_assert_int_eq(count_lines_with(r.err, "cubatch: warning: "), 0);
     res_free(&r);
 }
 END_TEST
@@ -562,27 +670,16 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("ops");
-    struct { const char *name; const TTest *tests[8]; } cases[] = {
+    const struct th_case cases[] = {
         {"reports", {two_processes_two_reports, six_processes_six_reports, host_name_and_percent_in_the_name,
                      one_name_many_processes_never_torn, fork_child_reports_its_own_work, write_failure_says_why,
-                     file_alone_means_text_report}},
-        {"messages", {log_0_silences_every_message, log_2_shows_values_in_use_in_their_words,
+                     file_alone_means_text_report, fifo_nobody_reads_does_not_hang}},
+        {"report_names", {fifo_with_a_reader_gets_the_report, long_file_name_gives_its_length}},
+        {"messages", {log_0_silences_every_message, empty_values_mean_the_default, log_2_shows_values_in_use_in_their_words,
                       long_values_cut_and_control_characters_escaped, unknown_names_get_the_closest_option,
                       the_cap_counts_warnings_only, policy_beyond_max_copy_names_the_limit}},
         {"without_cuda", {dlsym_does_not_find_cuda_that_is_not_there, weak_reference_call_answers_quietly,
                           lookups_from_threads_stay_cheap}},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        TCase *tc = tcase_create(cases[i].name);
-        tcase_set_timeout(tc, 240);
-        for (int j = 0; j < 8 && cases[i].tests[j]; j++)
-            tcase_add_test(tc, cases[i].tests[j]);
-        suite_add_tcase(s, tc);
-    }
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return th_check_main("ops", cases, sizeof cases / sizeof cases[0], 240);
 }

@@ -1,4 +1,4 @@
-/* check_rules.c - every rule of DESIGN.md section 3 (and the interposition paths of
+/* check_rules.c - every rule of docs/design.md section 3 (and the interposition paths of
  * section 1), checked by running tests/probe scenarios against the simulated
  * driver with and without LD_PRELOAD=libcubatch.so.
  *
@@ -9,6 +9,9 @@
  *    driver's call log (CUSIM_LOG) show the batching the rule asks for, in the
  *    right order relative to the observing call. */
 #include "config.h" /* _GNU_SOURCE */
+#define TH_WITH_CHECK 1
+#include "harness.h"
+
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -31,27 +34,12 @@
 #define FAKECLOCK BUILDDIR "/tests/.libs/libfakeclock.so"
 
 struct run {
-    int status;   /* exit status, or -1 when killed */
+    int status;   /* exit status, or 128 + the signal that ended it */
     char *out;    /* stdout */
     char *err;    /* stderr */
     char *stats;  /* the JSON report written at exit ("" without preload) */
     char *log;    /* the simulated driver's call log */
 };
-
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return strdup("");
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    size_t got = fread(b, 1, (size_t)n, f);
-    b[got] = 0;
-    fclose(f);
-    return b;
-}
 
 static void run_free(struct run *r)
 {
@@ -72,18 +60,11 @@ static struct run run_prog(const char *prog, const char *scenario, int preload, 
     snprintf(err, sizeof err, "%s/err", dir);
     snprintf(stats, sizeof stats, "%s/stats.json", dir);
     snprintf(log, sizeof log, "%s/sim.log", dir);
-    char *env[32];
-    int ne = 0;
+    const char *env[32];
     static char e_stats_file[160], e_log[160];
-    env[ne++] = "PATH=/usr/bin:/bin";
+    int ne = (int)th_env_clean(env, 32);
     env[ne++] = "LD_LIBRARY_PATH=" SIMDIR;
     env[ne++] = "CUBATCH_STATS=json";
-    /* For the sanitizer build (ignored otherwise): the preloaded library comes
-     * before the sanitizer runtime, and the simulated driver's allocations that
-     * a scenario leaves at exit are not leaks of cubatch's. */
-    env[ne++] = "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0:abort_on_error=0";
-    env[ne++] = "UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1";
-    env[ne++] = "TSAN_OPTIONS=halt_on_error=1:report_signal_unsafe=0";
     /* Every rule that reads a clock (pace, idle gap, age) sees the virtual clock
      * of tests/fakeclock: time passes only where a scenario says so
      * (pass_time_us), so batch counts are exact on an idle or a busy machine.
@@ -108,26 +89,16 @@ static struct run run_prog(const char *prog, const char *scenario, int preload, 
         own_preload |= !strncmp(*e, "LD_PRELOAD=", 11);
     if (!own_preload)
         env[ne++] = preload ? "LD_PRELOAD=" LIBCUBATCH " " FAKECLOCK : "LD_PRELOAD=" FAKECLOCK;
-    for (; extra && *extra && ne < 30; extra++)
-        env[ne++] = (char *)*extra;
+    for (; extra && *extra && ne < 31; extra++)
+        env[ne++] = *extra;
     env[ne] = NULL;
-    pid_t pid = fork();
-    if (pid == 0) {
-        int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644), fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        dup2(fo, 1);
-        dup2(fe, 2);
-        alarm(60);
-        execle(prog, prog, scenario, (char *)NULL, env);
-        _exit(127);
-    }
-    int st = 0;
-    waitpid(pid, &st, 0);
+    char *argv[] = {(char *)prog, (char *)scenario, NULL};
     struct run r;
-    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    r.out = slurp(out);
-    r.err = slurp(err);
-    r.stats = slurp(stats);
-    r.log = slurp(log);
+    r.status = th_run(argv, (char *const *)env, out, err, 60);
+    r.out = th_slurp(out);
+    r.err = th_slurp(err);
+    r.stats = th_slurp(stats);
+    r.log = th_slurp(log);
     unlink(out);
     unlink(err);
     unlink(stats);
@@ -1085,7 +1056,7 @@ END_TEST
 
 START_TEST(jax_host_to_device_stream_batches)
 {
-    /* DESIGN.md section 5: C, CEC, CEEC, CEEWC, CEEEEWC on the host-to-device
+    /* docs/design.md section 7: C, CEC, CEEC, CEEWC, CEEEEWC on the host-to-device
      * stream, CHEEC on the device-to-host ones (which never batch: every gap
      * holds a host function).  Records join the runs, and a wait ends a run but
      * not the burst, so 80% of the host-to-device copies batch here (the target
@@ -1377,8 +1348,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("rules");
-    struct { const char *name; const TTest *tests[12]; } cases[] = {
+    const struct th_case cases[] = {
         {"deferral", {runs_become_batches, pageable_passes_through, single_copy_goes_out_as_itself,
                       policy_keeps_slow_band_out, policy_pass_through_keeps_the_run, slow_copies_pass_fast_ones_batch,
                       managed_memory}},
@@ -1413,16 +1383,5 @@ int main(void)
                          two_devices_kernel_loaded_once_per_context, two_devices_primary_context_of_one_goes,
                          two_devices_per_thread_stream_switching_devices}},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        TCase *tc = tcase_create(cases[i].name);
-        tcase_set_timeout(tc, 120);
-        for (int j = 0; j < 12 && cases[i].tests[j]; j++)
-            tcase_add_test(tc, cases[i].tests[j]);
-        suite_add_tcase(s, tc);
-    }
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return th_check_main("rules", cases, sizeof cases / sizeof cases[0], 120);
 }

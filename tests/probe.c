@@ -1531,7 +1531,7 @@ static void sc_set_enabled(void)
     free(src);
 }
 
-/* JAX device_put of a pytree, as recorded on an H200 (DESIGN.md section 5): on
+/* JAX device_put of a pytree, as recorded on an H200 (docs/design.md section 7): on
  * the host-to-device stream, between consecutive copies, nothing (about half
  * the gaps), one or two event records, or records then a wait for an event of
  * another stream; on each device-to-host stream a host function, then two

@@ -4,12 +4,13 @@
  *   cubatch-check LIBRARY
  *
  * Loads LIBRARY, the libcubatch.so the launcher is about to preload, and runs its
- * own option parser (cubatch__check_options, src/config.c) on this process's
+ * own option parser (cubatch__check_options, src/init.c, which runs config.c's
+ * parser and the policy's) on this process's
  * environment: the very code that will read the options when the program starts,
  * so the launcher and the library cannot disagree about what is valid, even with
  * CUBATCH_LIBRARY naming a library of another version.  The library prints what
- * it rejects (every CUBATCH_ value, every unknown CUBATCH_ name), whatever
- * CUBATCH_LOG says.
+ * it rejects (every CUBATCH_ value, every unknown CUBATCH_ name) as CUBATCH_LOG
+ * says: nothing at 0, when the launcher is silent too.
  *
  * Exit: 0 everything valid; 1 something rejected; 3 LIBRARY cannot be loaded or
  * is not cubatch (the message says why); 2 usage. */

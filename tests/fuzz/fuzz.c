@@ -24,6 +24,8 @@
 #define __CUDA_API_VERSION_INTERNAL 1 /* call exact variants: _v2, _ptsz, _ptds */
 #include <cuda.h>
 
+#include "../harness.h"
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -1673,24 +1675,9 @@ static int seed_env(uint64_t seed, char env[][96], int max)
 }
 
 struct result {
-    int status; /* exit code, 128+sig, or 124 timeout */
+    int status; /* exit code, or 128 + the signal (128 + SIGALRM: the 60 s limit) */
     char *out;
 };
-
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return strdup("");
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    size_t got = fread(b, 1, (size_t)n, f);
-    b[got] = 0;
-    fclose(f);
-    return b;
-}
 
 /* Runs `self run <args>` with a clean environment; preload adds LD_PRELOAD and the
  * seed's option variations (penv). */
@@ -1700,25 +1687,20 @@ static struct result child(const struct cfg *c, const char *tmpdir, char *const 
     char outp[256], errp[256];
     snprintf(outp, sizeof outp, "%s/%s.out", tmpdir, tag);
     snprintf(errp, sizeof errp, "%s/%s.err", tmpdir, tag);
-    char *env[32];
+    const char *env[32];
     int ne = 0;
     static __thread char e_ld[512], e_pre[512];
     /* The seed's variations first: getenv returns the first of duplicates. */
     for (int i = 0; i < npenv && ne < 20; i++)
         if (strncmp(penv[i], "CUBATCH_", 8) || preload)
             env[ne++] = penv[i];
-    env[ne++] = "PATH=/usr/bin:/bin";
+    ne += (int)th_env_clean(env + ne, 32 - (size_t)ne);
     snprintf(e_ld, sizeof e_ld, "LD_LIBRARY_PATH=%s", c->simdir);
     env[ne++] = e_ld;
     env[ne++] = "CUBATCH_FLUSH_US=1000000";
     /* the simulated driver is slow: without this the pace rule would pass most
      * copies through and the fuzzer would test little of the queue */
     env[ne++] = "CUBATCH_SLOW_NS=1000000000";
-    /* For the sanitizer build (ignored otherwise): the preload comes before the
-     * sanitizer runtime, and what the simulated driver holds at exit is no leak. */
-    env[ne++] = "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0:abort_on_error=0";
-    env[ne++] = "UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1";
-    env[ne++] = "TSAN_OPTIONS=halt_on_error=1:report_signal_unsafe=0";
     if (preload) {
         snprintf(e_pre, sizeof e_pre, "LD_PRELOAD=%s", c->lib);
         env[ne++] = e_pre;
@@ -1731,20 +1713,9 @@ static struct result child(const struct cfg *c, const char *tmpdir, char *const 
     for (int i = 0; args[i] && na < 14; i++)
         argv[na++] = args[i];
     argv[na] = NULL;
-    pid_t pid = fork();
-    if (pid == 0) {
-        int fo = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0644), fe = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        dup2(fo, 1);
-        dup2(fe, 2);
-        alarm(60);
-        execve(c->self, argv, env);
-        _exit(127);
-    }
-    int st = 0;
-    waitpid(pid, &st, 0);
     struct result r;
-    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    r.out = slurp(outp);
+    r.status = th_run(argv, (char *const *)env, outp, errp, 60);
+    r.out = th_slurp(outp);
     unlink(outp);
     if (!c->verbose || r.status == 0)
         unlink(errp);

@@ -5,22 +5,17 @@
 #
 # Produces DIR/drv_copies (C11, -lcuda), DIR/rt_copies_static (nvcc's default
 # static cudart), DIR/rt_copies_shared (-cudart shared) and DIR/rt_copies_ptds
-# (--default-stream per-thread).  Environment: NVCC, CC, CUDA_HOME,
-# NVCC_GENCODE (default: SASS for sm_90 plus PTX for compute_75).
+# (--default-stream per-thread).  Environment: NVCC (else configure's, in a
+# build tree), CC, CUDA_HOME, NVCC_GENCODE (tests/lib.sh: cb_cuda_toolkit,
+# cb_gencode).
 set -eu
 [ $# -eq 1 ] || { echo "usage: $0 DIR" >&2; exit 2; }
 out=$1
 src=$(cd "$(dirname "$0")" && pwd)
-nvcc=${NVCC:-nvcc}
-command -v "$nvcc" >/dev/null || { echo "build-gpu-tests: nvcc not found" >&2; exit 1; }
-cuda=${CUDA_HOME:-$(dirname "$(dirname "$(command -v "$nvcc")")")}
-stubs=
-for d in "$cuda/lib64/stubs" "$cuda/targets/x86_64-linux/lib/stubs" "$cuda/lib/stubs"; do
-    [ -f "$d/libcuda.so" ] && { stubs=$d; break; }
-done
-[ -n "$stubs" ] || { echo "build-gpu-tests: no libcuda.so stub under $cuda" >&2; exit 1; }
-libdir=$(dirname "$stubs")
-gencode=${NVCC_GENCODE:--gencode arch=compute_90,code=sm_90 -gencode arch=compute_75,code=compute_75}
+. "$src/../lib.sh"
+cb_cuda_toolkit build-gpu-tests
+nvcc=$cb_nvcc cuda=$cb_cuda stubs=$cb_stubs libdir=$cb_cudalib
+gencode=$(cb_gencode)
 mkdir -p "$out"
 set -x
 # The stub only satisfies the linker; at run time the real libcuda.so.1 loads.

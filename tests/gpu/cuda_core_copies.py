@@ -11,7 +11,7 @@ Scenarios (all by default, or name them as arguments):
 
 Pinned buffers come from cuda.core's pinned memory resource; their bytes are
 written and read through their host address (ctypes).  Data are random, fresh
-each run unless CUBATCH_TEST_SEED is set.  Prints "CHECK <scenario> <digest>".
+each run unless CB_TEST_SEED is set.  Prints "CHECK <scenario> <digest>".
 Exit: 0 right, 1 wrong, 77 no cuda.core, no GPU, or an API this script does not
 know (it says which).
 """
@@ -96,7 +96,7 @@ def digest(data):
 
 
 def main():
-    seed = os.environ.get("CUBATCH_TEST_SEED")
+    seed = os.environ.get("CB_TEST_SEED")
     rng = random.Random(int(seed) if seed else None)
     dev = cc.Device(0)
     dev.set_current()

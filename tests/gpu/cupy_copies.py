@@ -9,7 +9,7 @@ Scenarios (all by default, or name them as arguments):
   default  the same as side16k on CuPy's default (legacy) stream
 
 Pinned host arrays come from cupyx.empty_pinned.  Data are random integers,
-fresh each run unless CUBATCH_TEST_SEED is set.  Prints "CHECK <scenario>
+fresh each run unless CB_TEST_SEED is set.  Prints "CHECK <scenario>
 <digest>".  Exit: 0 right, 1 wrong, 77 no CuPy or no GPU.
 """
 import hashlib
@@ -121,7 +121,7 @@ def main(argv):
     if unknown:
         print(f"cupy_copies: unknown scenario(s) {unknown}", file=sys.stderr)
         return 1
-    seed_env = os.environ.get("CUBATCH_TEST_SEED")
+    seed_env = os.environ.get("CB_TEST_SEED")
     seed = int(seed_env, 0) if seed_env else (time.time_ns() ^ os.getpid())
     print(f"cupy_copies: seed {seed}, cupy {cupy.__version__}")
     ok = True

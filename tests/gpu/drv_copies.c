@@ -6,8 +6,8 @@
  *
  * Exit: 0 all scenarios right, 1 wrong bytes or a CUDA error, 77 no GPU.
  * Each scenario prints "CHECK <name> <fnv64 of the bytes it read back>"; with
- * the same CUBATCH_TEST_SEED two runs (with and without cubatch) print the
- * same lines.  Without CUBATCH_TEST_SEED the data is fresh every run.
+ * the same CB_TEST_SEED two runs (with and without cubatch) print the
+ * same lines.  Without CB_TEST_SEED the data is fresh every run.
  */
 #define _GNU_SOURCE
 #include <cuda.h>
@@ -724,7 +724,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "drv_copies: cuInit: %d, %d devices: no usable GPU, skipped\n", (int)r, ndev);
         return 77;
     }
-    const char *seed = getenv("CUBATCH_TEST_SEED");
+    const char *seed = getenv("CB_TEST_SEED");
     g_seed = seed && *seed ? strtoull(seed, NULL, 0)
                            : (uint64_t)time(NULL) * 1000003u ^ (uint64_t)getpid();
     printf("drv_copies: seed %llu\n", (unsigned long long)g_seed);

@@ -9,7 +9,7 @@
 //
 // Exit: 0 right, 1 wrong bytes or CUDA error, 77 no GPU.  Prints
 // "CHECK <scenario> <fnv64>" lines that agree between runs with the same
-// CUBATCH_TEST_SEED.
+// CB_TEST_SEED.
 #include <cuda_runtime.h>
 
 #include <condition_variable>
@@ -405,7 +405,7 @@ int main(int argc, char **argv)
                      cudaGetErrorName(e), ndev);
         return 77;
     }
-    const char *seed = std::getenv("CUBATCH_TEST_SEED");
+    const char *seed = std::getenv("CB_TEST_SEED");
     g_seed = seed && *seed ? std::strtoull(seed, nullptr, 0)
                            : (uint64_t)std::time(nullptr) * 1000003u ^ (uint64_t)getpid();
     std::printf("rt_copies: seed %llu, cudart %d, %s\n", (unsigned long long)g_seed, CUDART_VERSION,

@@ -9,7 +9,7 @@
 #   --bin DIR      use prebuilt programs from DIR (drv_copies, rt_copies_static,
 #                  rt_copies_shared, rt_copies_ptds); default: build them
 #   --build DIR    build into DIR and keep it (default: a temporary folder)
-#   --lib PATH     libcubatch.so (default $CUBATCH_LIB, else src/.libs/libcubatch.so
+#   --lib PATH     libcubatch.so (default $CB_LIB, else src/.libs/libcubatch.so
 #                  under the current folder, then under the source tree)
 #   --out DIR      also write gpu-tests.txt (table + logs of failures) and
 #                  gpu-tests-stats.jsonl (every stats object) there
@@ -19,9 +19,9 @@
 #                  "default batch kernel"
 #   --only LIST    run only these programs
 #
-# Environment: CUBATCH_TEST_SEED (same data in every run; random if unset),
-# NVCC, CC, CUDA_HOME, NVCC_GENCODE, PYTHON, CUBATCH_GPU_TIMEOUT (s per run, 180),
-# CUBATCH_GPU_CONFIGS (default for --configs).
+# Environment: CB_TEST_SEED (same data in every run; random if unset),
+# NVCC, CC, CUDA_HOME, NVCC_GENCODE, PYTHON, CB_GPU_TIMEOUT (s per run, 180),
+# CB_GPU_CONFIGS (default for --configs).
 # Exit: 0 all passed, 1 a failure, 77 no GPU (checked before anything is built),
 # 99 setup error (library or compiler missing).
 set -u
@@ -31,7 +31,7 @@ src_top=${srcdir:-$here/../..}
 src_top=$(cd "$src_top" && pwd)
 tdir=$src_top/tests/gpu
 
-bin='' build='' lib=${CUBATCH_LIB:-} out='' configs=${CUBATCH_GPU_CONFIGS:-default batch kernel} only=''
+bin='' build='' lib=${CB_LIB:-} out='' configs=${CB_GPU_CONFIGS:-default batch kernel} only=''
 while [ $# -gt 0 ]; do
     case $1 in
     --bin) bin=$2; shift 2 ;;
@@ -46,28 +46,16 @@ while [ $# -gt 0 ]; do
 done
 
 # --- a GPU, from the real driver's device nodes; never from the build tree ------
-if [ ! -e /dev/nvidiactl ]; then
-    echo "run-gpu-tests: no /dev/nvidiactl: no GPU here, skipped"
-    exit 77
-fi
-# The simulated driver of tests/sim must never stand in for the real one.
-if [ -n "${LD_LIBRARY_PATH:-}" ]; then
-    LD_LIBRARY_PATH=$(printf '%s' "$LD_LIBRARY_PATH" | tr ':' '\n' | grep -v 'tests/sim' | paste -sd: -)
-    export LD_LIBRARY_PATH
-fi
-unset LD_PRELOAD
+. "$src_top/tests/lib.sh"
+cb_gpu_or_skip run-gpu-tests
+cb_real_driver_only
 
 # --- the library ------------------------------------------------------------------
-if [ -z "$lib" ]; then
-    for c in "$PWD/src/.libs/libcubatch.so" "$src_top/src/.libs/libcubatch.so"; do
-        [ -f "$c" ] && { lib=$c; break; }
-    done
-fi
-if [ -z "$lib" ] || [ ! -f "$lib" ]; then
-    echo "run-gpu-tests: libcubatch.so not found (build it, or pass --lib / CUBATCH_LIB)" >&2
-    exit 99
-fi
-lib=$(cd "$(dirname "$lib")" && pwd)/$(basename "$lib")
+if [ -n "$lib" ]; then
+    lib=$(cb_find_lib "$lib")
+else
+    lib=$(cb_find_lib "$PWD/src/.libs/libcubatch.so" "$src_top/src/.libs/libcubatch.so")
+fi || { echo "run-gpu-tests: libcubatch.so not found (build it, or pass --lib / CB_LIB)" >&2; exit 99; }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/cubatch-gpu.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -84,8 +72,8 @@ fi
 bin=$(cd "$bin" && pwd)
 
 py=${PYTHON:-python3}
-seed=${CUBATCH_TEST_SEED:-$(od -An -N6 -tu8 /dev/urandom | tr -d ' ')}
-tmo=${CUBATCH_GPU_TIMEOUT:-180}
+seed=${CB_TEST_SEED:-$(od -An -N6 -tu8 /dev/urandom | tr -d ' ')}
+tmo=${CB_GPU_TIMEOUT:-180}
 run_timeout=
 command -v timeout >/dev/null && run_timeout="timeout -k 10 $tmo"
 
@@ -159,7 +147,7 @@ for p in $programs; do
     base=$work/$p
     # $cmd and $run_timeout are word lists on purpose.
     # shellcheck disable=SC2086
-    CUBATCH_TEST_SEED=$seed $run_timeout $cmd >"$base.plain.out" 2>"$base.plain.err"
+    CB_TEST_SEED=$seed $run_timeout $cmd >"$base.plain.out" 2>"$base.plain.err"
     rc0=$?
     if [ $rc0 -eq 77 ]; then
         # shellcheck disable=SC2059
@@ -173,7 +161,7 @@ for p in $programs; do
         rm -f "$js"
         # shellcheck disable=SC2046,SC2086
         env $(config_env "$cfg") LD_PRELOAD="$lib" CUBATCH_STATS=json CUBATCH_STATS_FILE="$js" \
-            CUBATCH_TEST_SEED="$seed" $run_timeout $cmd >"$base.$cfg.out" 2>"$base.$cfg.err"
+            CB_TEST_SEED="$seed" $run_timeout $cmd >"$base.$cfg.out" 2>"$base.$cfg.err"
         rc1=$?
         same=yes
         if ! diff <(grep '^CHECK ' "$base.plain.out" | sort) <(grep '^CHECK ' "$base.$cfg.out" | sort) \

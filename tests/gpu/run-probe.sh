@@ -7,25 +7,26 @@
 #   run-probe.sh PROBE LIBCUBATCH [OUTFILE]
 #
 # The scenarios are the probe's own list (its usage line), so a new one is never
-# left out; CUBATCH_PROBE_SCENARIOS (a space list) runs only those of them that it
-# names (run-two-gpu.sh: the two-device ones).  CUBATCH_GPU_CONFIGS (default "default kernel batch") names the
-# configurations: default (library defaults), kernel (CUBATCH_ENGINE=kernel),
-# batch (CUBATCH_ENGINE=batch).
+# left out; CB_PROBE_SCENARIOS (a space list) runs only those of them that it
+# names (run-two-gpu.sh: the two-device ones).  CB_GPU_CONFIGS (default "default
+# kernel batch") names the configurations: default (library defaults), kernel
+# (CUBATCH_ENGINE=kernel), batch (CUBATCH_ENGINE=batch).
 set -u
+. "$(dirname "$0")/../lib.sh"
 # BENCH_SIM=1: on tests/sim's simulated driver (LD_LIBRARY_PATH), to test the scripts
-[ -e /dev/nvidiactl ] || [ "${BENCH_SIM:-}" = 1 ] || { echo "run-probe: no GPU here, skipped"; exit 77; }
+[ "${BENCH_SIM:-}" = 1 ] || cb_gpu_or_skip run-probe
 probe=$1 lib=$2 out=${3:-/dev/null}
 unset LD_PRELOAD
 fail=0
 tmp=$(mktemp -d)
-configs=${CUBATCH_GPU_CONFIGS:-default kernel batch}
+configs=${CB_GPU_CONFIGS:-default kernel batch}
 scenarios=$("$probe" 2>&1 | sed -n 's/^scenarios://p')
 [ -n "$scenarios" ] || { echo "run-probe: $probe printed no scenario list"; exit 1; }
-if [ -n "${CUBATCH_PROBE_SCENARIOS:-}" ]; then
-    for sc in $CUBATCH_PROBE_SCENARIOS; do
+if [ -n "${CB_PROBE_SCENARIOS:-}" ]; then
+    for sc in $CB_PROBE_SCENARIOS; do
         case " $scenarios " in *" $sc "*) ;; *) echo "run-probe: $probe has no scenario $sc"; exit 1 ;; esac
     done
-    scenarios=$CUBATCH_PROBE_SCENARIOS
+    scenarios=$CB_PROBE_SCENARIOS
 fi
 printf '%-20s %-7s %-6s %-6s %-5s %s\n' scenario config plain cubatch same counters | tee "$out"
 for sc in $scenarios; do

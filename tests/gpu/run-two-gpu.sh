@@ -37,7 +37,7 @@
 # two-nccl.txt (and nccl.<pid>.json, the reports), bench-dev1/ (run-bench.sh's
 # files), two-bench.csv, two-bench.md, two-stats.jsonl (every report of the
 # preloaded runs, tagged).
-# Environment: PYTHON (with PyTorch for torch and nccl), CUBATCH_TEST_SEED (the
+# Environment: PYTHON (with PyTorch for torch and nccl), CB_TEST_SEED (the
 # data; random if unset), NVCC, CC, CUDA_HOME, NVCC_GENCODE (when building),
 # BENCH_SIM=1 (test this script on tests/sim's simulated driver with
 # CUSIM_DEVICES=2: times and PyTorch parts mean nothing there).
@@ -47,7 +47,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 
-out='' bin='' lib=${CUBATCH_LIB:-} launcher='' parts="probe torch nccl bench1 bench2" rounds=5 bbudget=200
+out='' bin='' lib=${CB_LIB:-} launcher='' parts="probe torch nccl bench1 bench2" rounds=5 bbudget=200
 while [ $# -gt 0 ]; do
     case $1 in
     --out|--bin|--lib|--launcher|--parts|--rounds|--bench-budget)
@@ -124,8 +124,8 @@ if [ -z "$bin" ]; then
         { cat "$work/build.log"; die "build failed"; }
 fi
 bin=$(cd "$bin" && pwd)
-seed=${CUBATCH_TEST_SEED:-$(od -An -N6 -tu8 /dev/urandom | tr -d ' ')}
-export CUBATCH_TEST_SEED=$seed
+seed=${CB_TEST_SEED:-$(od -An -N6 -tu8 /dev/urandom | tr -d ' ')}
+export CB_TEST_SEED=$seed
 echo "# library $lib, programs $bin, seed $seed"
 tmo=300
 run_timeout=
@@ -169,7 +169,7 @@ if has probe; then
                 fail=1
             fi
         done
-        CUBATCH_PROBE_SCENARIOS="$two" CUBATCH_GPU_CONFIGS="default kernel batch" \
+        CB_PROBE_SCENARIOS="$two" CB_GPU_CONFIGS="default kernel batch" \
             "$here/run-probe.sh" "$bin/probe" "$lib" "$out/two-probe.txt" || fail=1
     fi
 fi

@@ -4,7 +4,8 @@
 # differ); the digests must match bit for bit.
 #   soak.sh LIBCUBATCH [SECONDS] [OUTDIR]
 set -u
-[ -e /dev/nvidiactl ] || { echo "soak: no GPU here, skipped"; exit 77; }
+. "$(dirname "$0")/../lib.sh"
+cb_gpu_or_skip soak
 lib=$1 secs=${2:-120} out=${3:-/tmp}
 here=$(cd "$(dirname "$0")" && pwd)
 plain=$(PYTHONUNBUFFERED=1 python3 "$here/torch_soak.py" --seconds "$secs") || { echo "soak: plain run failed"; exit 1; }

@@ -9,7 +9,7 @@ Scenarios (all by default, or name them as arguments):
   default  the same traffic on the default (legacy) stream
 
 Data are random integers (exact arithmetic), fresh each run unless
-CUBATCH_TEST_SEED is set.  Prints "CHECK <scenario> <digest>" lines.
+CB_TEST_SEED is set.  Prints "CHECK <scenario> <digest>" lines.
 Exit: 0 right, 1 wrong, 77 no PyTorch or no GPU.
 """
 import hashlib
@@ -128,7 +128,7 @@ def main(argv):
     if unknown:
         print(f"torch_copies: unknown scenario(s) {unknown}", file=sys.stderr)
         return 1
-    seed_env = os.environ.get("CUBATCH_TEST_SEED")
+    seed_env = os.environ.get("CB_TEST_SEED")
     seed = int(seed_env, 0) if seed_env else (time.time_ns() ^ os.getpid())
     seed &= (1 << 63) - 1
     print(f"torch_copies: seed {seed}, torch {torch.__version__}")

@@ -19,7 +19,7 @@ allreduce: each rank moves 64 pinned tensors to its GPU on a side stream, the
 concatenation is all-reduced (sum) over NCCL, and the result checked.
 
 Data are random integers (exact arithmetic), the same in every run with the same
-CUBATCH_TEST_SEED.  Prints "CHECK <scenario> <digest>" lines: with the same seed
+CB_TEST_SEED.  Prints "CHECK <scenario> <digest>" lines: with the same seed
 they must be identical with and without cubatch.  allreduce also prints
 "RANK <rank> PID <pid>" (tests/gpu/run-two-gpu.sh looks for one statistics report
 per process).
@@ -51,7 +51,7 @@ def digest(tensors):
 
 
 def seed_of(name):
-    env = os.environ.get("CUBATCH_TEST_SEED")
+    env = os.environ.get("CB_TEST_SEED")
     seed = int(env, 0) if env else (time.time_ns() ^ os.getpid())
     h = int.from_bytes(hashlib.blake2b(name.encode(), digest_size=7).digest(), "little")
     return (seed ^ h) & ((1 << 63) - 1)

@@ -30,12 +30,7 @@ struct sim_func {
     const char *name;
     unsigned cap;                  /* descriptors the tier's parameter holds */
 };
-static const struct { const char *name; unsigned cap; } copy_kernels[] = {
-    { CB_KERNEL_NAME_40, CB_KTIER_1K },
-    { CB_KERNEL_NAME_168, CB_KTIER_4K },
-    { CB_KERNEL_NAME_680, CB_KTIER_16K },
-    { CB_KERNEL_NAME, CB_KPARAMS_MAX },
-};
+static const struct { const char *name; unsigned cap; } copy_kernels[] = { CB_KTIERS(CB_KTIER_ROW) };
 #define NKERNELS (sizeof copy_kernels / sizeof copy_kernels[0])
 #define COMPUTE_NAME "cusim_compute"
 struct sim_module {

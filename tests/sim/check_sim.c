@@ -1003,8 +1003,14 @@ END_TEST
 
 /* A fatbin header: magic 0xBA55ED50 (little-endian), version 1, header size 16. */
 static const unsigned char fatbin[16] = { 0x50, 0xED, 0x55, 0xBA, 0x01, 0x00, 0x10, 0x00 };
-static const char *const knames[4] = { CB_KERNEL_NAME_40, CB_KERNEL_NAME_168, CB_KERNEL_NAME_680, CB_KERNEL_NAME };
-static const unsigned kcaps[4] = { CB_KTIER_1K, CB_KTIER_4K, CB_KTIER_16K, CB_KPARAMS_MAX };
+static const struct { const char *name; unsigned cap; } ktiers[] = { CB_KTIERS(CB_KTIER_ROW) };
+#define KNAME(cap, name) #name,
+#define KCAP(cap, name) cap##u,
+static const char *const knames[4] = { CB_KTIERS(KNAME) };
+static const unsigned kcaps[4] = { CB_KTIERS(KCAP) };
+#undef KNAME
+#undef KCAP
+_Static_assert(sizeof ktiers / sizeof ktiers[0] == 4, "the tests below index the four tiers");
 enum { K40, K168, K680, KMAX };
 static CUfunction kfn[4];
 
@@ -1068,6 +1074,14 @@ START_TEST(kernel_module_lifecycle)
     ck_assert_int_eq(cuModuleLoadData(&bad, elf), CUDA_ERROR_INVALID_IMAGE);
     ck_assert_int_eq(cuModuleLoadData(&bad, swapped), CUDA_ERROR_INVALID_IMAGE);
     ck_assert_ptr_null(bad);
+    /* copy_kernel.h's list of tiers: smallest first, the last the whole struct */
+    for (size_t i = 0; i < 4; i++) {
+        ck_assert(i == 0 || ktiers[i - 1].cap < ktiers[i].cap);
+        ck_assert(CB_KPARAMS_BYTES(ktiers[i].cap) <= CB_KPARAMS_LIMIT);
+    }
+    ck_assert_uint_eq(ktiers[3].cap, CB_KPARAMS_MAX);
+    ck_assert_str_eq(knames[K40], "cubatch_copy_kernel_40"); /* the names say what they hold */
+    ck_assert_str_eq(knames[KMAX], "cubatch_copy_kernel");
     m = kload();
     /* the four tiers, distinct, the same handle when asked again */
     for (int i = 0; i < 4; i++) {
@@ -1080,14 +1094,14 @@ START_TEST(kernel_module_lifecycle)
     ck_assert_int_eq(cuModuleGetFunction(&f, m, "cubatch_copy_kernel_41"), CUDA_ERROR_NOT_FOUND);
     ck_assert_int_eq(cuModuleGetFunction(&f, m, "burn"), CUDA_ERROR_NOT_FOUND);
     ck_assert_int_eq(cuModuleGetFunction(&f, m, NULL), CUDA_ERROR_INVALID_VALUE);
-    ck_assert_int_eq(cuModuleGetFunction(NULL, m, CB_KERNEL_NAME), CUDA_ERROR_INVALID_VALUE);
-    ck_assert_int_eq(cuModuleGetFunction(&f, (CUmodule)(uintptr_t)0x1234, CB_KERNEL_NAME), CUDA_ERROR_INVALID_HANDLE);
-    ck_assert_int_eq(cuModuleGetFunction(&f, NULL, CB_KERNEL_NAME), CUDA_ERROR_INVALID_HANDLE);
+    ck_assert_int_eq(cuModuleGetFunction(NULL, m, knames[KMAX]), CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(cuModuleGetFunction(&f, (CUmodule)(uintptr_t)0x1234, knames[KMAX]), CUDA_ERROR_INVALID_HANDLE);
+    ck_assert_int_eq(cuModuleGetFunction(&f, NULL, knames[KMAX]), CUDA_ERROR_INVALID_HANDLE);
     ck_assert_uint_eq(cusim_count("cuModuleLoadData"), 6);
     /* a second module is independent */
     OK(cuModuleLoadData(&m2, fatbin));
     ck_assert_ptr_ne(m2, m);
-    OK(cuModuleGetFunction(&f2, m2, CB_KERNEL_NAME_40));
+    OK(cuModuleGetFunction(&f2, m2, knames[K40]));
     ck_assert_ptr_ne(f2, kfn[K40]);
     /* a launch enqueued before the unload still runs */
     OK(cuStreamCreate(&s, 0));
@@ -1102,7 +1116,7 @@ START_TEST(kernel_module_lifecycle)
     ck_assert_mem_eq(HP(y), HP(x), 64);
     /* after the unload: the module and its functions are dead handles */
     ck_assert_int_eq(cuModuleUnload(m), CUDA_ERROR_INVALID_HANDLE);
-    ck_assert_int_eq(cuModuleGetFunction(&f, m, CB_KERNEL_NAME), CUDA_ERROR_INVALID_HANDLE);
+    ck_assert_int_eq(cuModuleGetFunction(&f, m, knames[KMAX]), CUDA_ERROR_INVALID_HANDLE);
     ck_assert_int_eq(klaunch(kfn[K40], p, s), CUDA_ERROR_INVALID_HANDLE);
     ck_assert_uint_eq(cusim_pending(), 0);
     OK(klaunch(f2, p, s)); /* the other module still works */
@@ -1139,16 +1153,16 @@ START_TEST(kernel_modules_die_with_context)
     OK(klaunch(kfn[K40], p, s2));
     OK(cuCtxDestroy_v2(c2)); /* runs its work; its modules go with it */
     ck_assert_uint_eq(cusim_kernel_copies(), 1);
-    ck_assert_int_eq(cuModuleGetFunction(&f, m, CB_KERNEL_NAME), CUDA_ERROR_INVALID_HANDLE);
+    ck_assert_int_eq(cuModuleGetFunction(&f, m, knames[KMAX]), CUDA_ERROR_INVALID_HANDLE);
     ck_assert_int_eq(cuModuleUnload(m), CUDA_ERROR_INVALID_HANDLE);
     OK(cuCtxGetCurrent(&cur));
     ck_assert_ptr_eq(cur, ctx);
     /* a primary context reset unloads too: the library must load again */
-    OK(cuModuleGetFunction(&f, mp, CB_KERNEL_NAME));
+    OK(cuModuleGetFunction(&f, mp, knames[KMAX]));
     OK(cuDevicePrimaryCtxReset_v2(0));
     OK(cuDevicePrimaryCtxRetain(&cur, 0));
     ck_assert_ptr_eq(cur, ctx);
-    ck_assert_int_eq(cuModuleGetFunction(&f, mp, CB_KERNEL_NAME), CUDA_ERROR_INVALID_HANDLE);
+    ck_assert_int_eq(cuModuleGetFunction(&f, mp, knames[KMAX]), CUDA_ERROR_INVALID_HANDLE);
     ck_assert_int_eq(klaunch(fprim, p, NULL), CUDA_ERROR_INVALID_HANDLE);
     kload();
     free(p);
