@@ -48,8 +48,11 @@ LD_PRELOAD=$lib taskset -c "$cpu" timeout 240 python3 "$here/torch_load.py" --ro
 
 for fw in torch jax; do
     part "In-process A/B, $fw (inproc_ab.py)"
-    LD_PRELOAD=$lib taskset -c "$cpu" timeout 200 python3 "$here/inproc_ab.py" "$fw" --rounds 7 >>"$md" 2>&1 || rc=1
+    LD_PRELOAD=$lib CUBATCH_STATS=json CUBATCH_STATS_FILE="$out/ab-$fw.json" taskset -c "$cpu" timeout 200 \
+        python3 "$here/inproc_ab.py" "$fw" --rounds 7 >>"$md" 2>&1 || rc=1
 done
+part "In-process A/B, torch, the pace rule off (CUBATCH_SLOW_NS=1000000000: every copy deferred)"
+LD_PRELOAD=$lib CUBATCH_SLOW_NS=1000000000 taskset -c "$cpu" timeout 200 python3 "$here/inproc_ab.py" torch --rounds 7 >>"$md" 2>&1 || rc=1
 
 part "Copies with event records (bench_copies events1/events2; plain, plain2 = A/A, cubatch; $rounds rounds)"
 {
