@@ -6,13 +6,13 @@
 # DIR/bench_copies and DIR/copy_path (C11, driver API, -lcuda), DIR/kv_swap and
 # DIR/load_bench (runtime API).
 # Environment: NVCC (else configure's, in a build tree), CC, CUDA_HOME,
-# NVCC_GENCODE (tests/lib.sh: cb_cuda_toolkit, cb_gencode, as
+# NVCC_GENCODE (tests/harness/lib.sh: cb_cuda_toolkit, cb_gencode, as
 # tests/gpu/build-gpu-tests.sh).  bench/*.py are scripts: nothing to build.
 set -eu
 [ $# -eq 1 ] || { echo "usage: $0 DIR" >&2; exit 2; }
 out=$1
 src=$(cd "$(dirname "$0")" && pwd)
-. "$src/../tests/lib.sh"
+. "$src/../tests/harness/lib.sh"
 cb_cuda_toolkit build-bench
 nvcc=$cb_nvcc cuda=$cb_cuda stubs=$cb_stubs
 gencode=$(cb_gencode)

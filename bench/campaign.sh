@@ -56,7 +56,7 @@ exec > >(tee -a "$clog") 2>&1
 start=$SECONDS
 
 echo "# cubatch campaign $(date -u +%FT%TZ), budget ${budget}s"
-. "$top/tests/lib.sh"
+. "$top/tests/harness/lib.sh"
 cb_gpu_or_skip campaign
 nvidia-smi --query-gpu=name,driver_version,memory.used,clocks.sm --format=csv,noheader 2>/dev/null
 [ -f "$lib" ] || { echo "campaign: $lib not found"; exit 99; }
@@ -78,7 +78,7 @@ echo "# --- GPU tests"
 "$top/tests/gpu/run-gpu-tests.sh" --bin "$bin" --lib "$lib" --out "$out"
 trc=$?
 echo "# tests: exit $trc after $((SECONDS - start))s"
-echo "# --- rule scenarios (tests/probe.c) on the GPU"
+echo "# --- rule scenarios (tests/rules/probe.c) on the GPU"
 "$top/tests/gpu/run-probe.sh" "$bin/probe" "$lib" "$out/probe.txt" >/dev/null
 prc=$?
 echo "# probe: exit $prc after $((SECONDS - start))s"

@@ -1,6 +1,6 @@
 /* dl_threads.c - a program without CUDA that looks up symbols from many threads,
  * to measure what the preload costs it (bench/dl-threads.sh runs it plain and
- * under LD_PRELOAD=libcubatch.so; tests/check_ops.c keeps the cost bounded).
+ * under LD_PRELOAD=libcubatch.so; tests/ops/check_ops.c keeps the cost bounded).
  *
  *   dl_threads MODE THREADS ITERATIONS [PLUGIN_DIR]
  *

@@ -16,7 +16,7 @@
 # rotated every round; medians over rounds of the per-process medians, with
 # min-max, and an A/A column (plain2/plain).  Exit 77 without a GPU.
 set -u
-. "$(dirname "$0")/../tests/lib.sh"
+. "$(dirname "$0")/../tests/harness/lib.sh"
 [ -n "${BENCH_SIM:-}" ] || cb_gpu_or_skip open-questions
 bin=$1 lib=$2 rounds=${3:-7} cpu=${4:-3}
 tmp=$(mktemp -d)

@@ -51,7 +51,7 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
-. "$top/tests/lib.sh"
+. "$top/tests/harness/lib.sh"
 
 out='' lib=${CB_LIB:-} bin='' budget=390 rounds=7 reps=5 warm=2 quick=0 plan=0
 configs="plain plain2 cubatch batch kernel off" cpus="unpinned one two" parts="copies torch"

@@ -51,7 +51,7 @@ demo=$top/examples/demo
 
 # ---- which driver -----------------------------------------------------------------
 # Never let an inherited LD_LIBRARY_PATH to the simulator pass for the real driver.
-. "$here/../tests/lib.sh"
+. "$here/../tests/harness/lib.sh"
 cb_real_driver_only
 
 why=''

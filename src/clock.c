@@ -1,5 +1,5 @@
 /* clock.c - the one clock cubatch reads.  Tests replace CLOCK_MONOTONIC by a
- * virtual one (tests/fakeclock.c), so every rule that reads this clock is tested
+ * virtual one (tests/shims/fakeclock.c), so every rule that reads this clock is tested
  * the same on an idle or a busy machine. */
 #include "internal.h"
 

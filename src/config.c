@@ -27,7 +27,7 @@ static cb_check_fn check_NONE, check_STATS, check_SRC_ORDER, check_FILE, check_P
 const char *const cb_opt_type_names[] = {[CB_T_BOOL] = "BOOL", [CB_T_SIZE] = "SIZE", [CB_T_UINT] = "UINT",
                                          [CB_T_ENUM] = "ENUM", [CB_T_STRING] = "STRING"};
 
-/* Each row at the index of its own id; tests/check_units.c checks that every
+/* Each row at the index of its own id; tests/unit/check_units.c checks that every
  * row's id is its index (a row left out would leave a hole with id 0). */
 const struct cb_option cb_options[CB_OPTION_COUNT] = {
 #define CB_OPTION(name, type, def, lo, hi, values, check, doc)                                              \

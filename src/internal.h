@@ -263,7 +263,7 @@ void cb_config_describe(void); /* log level 2+: the value in use of every option
 /* The table itself, for the tools that print it (tools/options-doc.c). */
 enum cb_opt_type { CB_T_BOOL, CB_T_SIZE, CB_T_UINT, CB_T_ENUM, CB_T_STRING };
 struct cb_option {
-    enum cb_option_id id; /* the row's own index (checked by tests/check_units.c) */
+    enum cb_option_id id; /* the row's own index (checked by tests/unit/check_units.c) */
     const char *name;
     enum cb_opt_type type;
     uint64_t def, lo, hi;

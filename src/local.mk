@@ -1,6 +1,6 @@
 # libcubatch.so: the preload library.  Hidden visibility; only the wrappers,
 # dlsym, the cubatch_* API and the launcher's option check are exported (checked
-# by tests/check_exports.sh, which also checks that the library binds its own
+# by tests/package/check_exports.sh, which also checks that the library binds its own
 # functions to itself: -Bsymbolic-functions).
 #
 # Everything below the interception layer is a convenience library of its own,

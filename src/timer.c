@@ -15,7 +15,7 @@
  * Created at the first arming; a process that never defers a copy has none.  A
  * per-thread-stream run it flushes goes through the side stream (ptds.c), since
  * only the owner can name that stream.  Tests replace the clock of the timerfd
- * with a virtual one (tests/fakeclock.c). */
+ * with a virtual one (tests/shims/fakeclock.c). */
 #include "run.h"
 
 #include <errno.h>

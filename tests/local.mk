@@ -4,14 +4,14 @@ include $(srcdir)/tests/sim/local.mk
 include $(srcdir)/tests/gpu/local.mk
 include $(srcdir)/tests/nvtx.mk
 
-# Operations (tests/check_ops.c): reports from many processes and across fork,
+# Operations (tests/ops/check_ops.c): reports from many processes and across fork,
 # log levels and quoting, unknown CUBATCH_ names, processes without CUDA.
 check_PROGRAMS += tests/opsprog tests/check_ops bench/dl_threads
 TESTS += tests/check_ops
-tests_opsprog_SOURCES = tests/opsprog.c
+tests_opsprog_SOURCES = tests/ops/opsprog.c
 tests_opsprog_LDADD = tests/sim/libcuda.la
 tests_opsprog_LDFLAGS = -no-install $(AM_LDFLAGS)
-tests_check_ops_SOURCES = tests/check_ops.c
+tests_check_ops_SOURCES = tests/ops/check_ops.c
 tests_check_ops_CPPFLAGS = $(AM_CPPFLAGS) -DBUILDDIR='"$(abs_top_builddir)"'
 tests_check_ops_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_check_ops_LDADD = tests/libharness.la $(CHECK_LIBS) -ldl
@@ -21,18 +21,18 @@ bench_dl_threads_LDADD = -ldl -lpthread
 
 # The design notes the code cites are in the tree: every "rule N" is a rule of
 # docs/design.md, and nothing points at files beside a checkout.
-TESTS += tests/check_design_refs.sh
-EXTRA_DIST += tests/check_design_refs.sh docs/design.md
+TESTS += tests/package/check_design_refs.sh
+EXTRA_DIST += tests/package/check_design_refs.sh docs/design.md
 
 # What the test, example and benchmark scripts share (GPU, library, toolkit).
-EXTRA_DIST += tests/lib.sh
+EXTRA_DIST += tests/harness/lib.sh
 
 # Tests of cubatch itself (the simulated driver has its own, in tests/sim).
 
 # What the test programs share: a program run in a fresh, clean environment with
-# a time limit, files read whole, check's main() (tests/harness.h).
+# a time limit, files read whole, check's main() (tests/harness/harness.h).
 check_LTLIBRARIES += tests/libharness.la
-tests_libharness_la_SOURCES = tests/harness.c tests/harness_check.c tests/harness.h
+tests_libharness_la_SOURCES = tests/harness/harness.c tests/harness/harness_check.c tests/harness/harness.h
 tests_libharness_la_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 # Any test program under a debugger or valgrind: make check TEST_PREFIX='valgrind -q'
 # (with CK_FORK=no for the check-based tests; the shell tests run as they are).
@@ -45,7 +45,7 @@ AM_TESTS_ENVIRONMENT = top_builddir=$(top_builddir) top_srcdir=$(top_srcdir) CC=
 # The pure parts, in-process: option parsing, size policy, hazard index.
 check_PROGRAMS += tests/check_units
 TESTS += tests/check_units
-tests_check_units_SOURCES = tests/check_units.c
+tests_check_units_SOURCES = tests/unit/check_units.c
 tests_check_units_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_check_units_LDADD = src/libcubatch-core.la $(CHECK_LIBS) -ldl -lpthread
 tests_check_units_LDFLAGS = -no-install $(AM_LDFLAGS)
@@ -53,17 +53,17 @@ tests_check_units_LDFLAGS = -no-install $(AM_LDFLAGS)
 # The rules of docs/design.md, end to end: probe scenarios under the preload against
 # the simulated driver, compared with the same scenarios without it.
 check_PROGRAMS += tests/probe tests/nocuda tests/check_rules
-TESTS += tests/check_rules tests/check_exports.sh tests/check_valgrind.sh tests/check_launcher.sh
-tests_probe_SOURCES = tests/probe.c
+TESTS += tests/check_rules tests/package/check_exports.sh tests/rules/check_valgrind.sh tests/package/check_launcher.sh
+tests_probe_SOURCES = tests/rules/probe.c
 tests_probe_LDADD = tests/sim/libcuda.la -lpthread
 tests_probe_LDFLAGS = -no-install $(AM_LDFLAGS)
-tests_nocuda_SOURCES = tests/nocuda.c
+tests_nocuda_SOURCES = tests/rules/nocuda.c
 tests_nocuda_LDADD = -ldl
-tests_check_rules_SOURCES = tests/check_rules.c
+tests_check_rules_SOURCES = tests/rules/check_rules.c
 tests_check_rules_CPPFLAGS = $(AM_CPPFLAGS) -DBUILDDIR='"$(abs_top_builddir)"'
 tests_check_rules_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_check_rules_LDADD = tests/libharness.la $(CHECK_LIBS)
-EXTRA_DIST += tests/check_exports.sh tests/check_valgrind.sh tests/check_launcher.sh
+EXTRA_DIST += tests/package/check_exports.sh tests/rules/check_valgrind.sh tests/package/check_launcher.sh
 
 # Differential fuzzer (tests/fuzz/README.md): random driver programs run plain and
 # preloaded on the simulated driver, outputs compared; saved regressions replayed.
@@ -74,35 +74,35 @@ tests_fuzz_fuzz_LDADD = tests/sim/libcuda.la tests/libharness.la -lpthread -ldl
 tests_fuzz_fuzz_LDFLAGS = -no-install $(AM_LDFLAGS)
 EXTRA_DIST += tests/fuzz/check_fuzz.sh tests/fuzz/run-fuzz.sh tests/fuzz/README.md tests/fuzz/regressions
 
-# A shim that makes libcubatch's own allocations fail (tests/failalloc.c).
+# A shim that makes libcubatch's own allocations fail (tests/shims/failalloc.c).
 check_LTLIBRARIES += tests/libfailalloc.la
-tests_libfailalloc_la_SOURCES = tests/failalloc.c
+tests_libfailalloc_la_SOURCES = tests/shims/failalloc.c
 tests_libfailalloc_la_LDFLAGS = -module -avoid-version -shared -rpath $(abs_builddir)/tests
 tests_libfailalloc_la_LIBADD = -ldl
 
 # Completeness: every driver function that could observe a deferred copy is in
 # src/hooks.def or, with its reason, in src/hooks.skip.
-TESTS += tests/check_hooks_complete.sh
-EXTRA_DIST += tests/check_hooks_complete.sh src/hooks.skip
+TESTS += tests/table/check_hooks_complete.sh
+EXTRA_DIST += tests/table/check_hooks_complete.sh src/hooks.skip
 
 # The table-driven flush test: every row of src/hooks.def, called once with copies
-# queued on five streams; what it flushed is compared with tests/flush-table.expected.
+# queued on five streams; what it flushed is compared with tests/table/flush-table.expected.
 check_PROGRAMS += tests/flushcall
-TESTS += tests/check_flush_table.sh
+TESTS += tests/table/check_flush_table.sh
 nodist_tests_flushcall_SOURCES = tests/flushcalls.inc
-tests_flushcall_SOURCES = tests/flushcall.c
+tests_flushcall_SOURCES = tests/table/flushcall.c
 tests_flushcall_CPPFLAGS = $(AM_CPPFLAGS) -I$(builddir)/tests
 tests_flushcall_LDADD = tests/sim/libcuda.la -lpthread
 tests_flushcall_LDFLAGS = -no-install $(AM_LDFLAGS)
 BUILT_SOURCES = tests/flushcalls.inc
-tests/flushcalls.inc: $(top_srcdir)/src/hooks.def $(top_srcdir)/src/hooks_each.h $(top_srcdir)/tests/gen-flushcalls.sh
-	$(AM_V_GEN)$(MKDIR_P) tests && CC='$(CC)' sh $(top_srcdir)/tests/gen-flushcalls.sh $(top_srcdir)/src >$@.tmp && mv $@.tmp $@
+tests/flushcalls.inc: $(top_srcdir)/src/hooks.def $(top_srcdir)/src/hooks_each.h $(top_srcdir)/tests/table/gen-flushcalls.sh
+	$(AM_V_GEN)$(MKDIR_P) tests && CC='$(CC)' sh $(top_srcdir)/tests/table/gen-flushcalls.sh $(top_srcdir)/src >$@.tmp && mv $@.tmp $@
 CLEANFILES += tests/flushcalls.inc
-EXTRA_DIST += tests/check_flush_table.sh tests/gen-flushcalls.sh tests/flush-table.expected
+EXTRA_DIST += tests/table/check_flush_table.sh tests/table/gen-flushcalls.sh tests/table/flush-table.expected
 
-# A virtual CLOCK_MONOTONIC (tests/fakeclock.c): clock-reading rules tested the
+# A virtual CLOCK_MONOTONIC (tests/shims/fakeclock.c): clock-reading rules tested the
 # same on an idle or a busy machine.
 check_LTLIBRARIES += tests/libfakeclock.la
-tests_libfakeclock_la_SOURCES = tests/fakeclock.c
+tests_libfakeclock_la_SOURCES = tests/shims/fakeclock.c
 tests_libfakeclock_la_LDFLAGS = -module -avoid-version -shared -rpath $(abs_builddir)/tests
 tests_libfakeclock_la_LIBADD = -ldl -lpthread

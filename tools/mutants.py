@@ -128,8 +128,8 @@ def main():
                 print(f"{name}: does not build\n{b.stdout[-2000:]}"); survived.append(name); continue
             r = sh("./tests/check_rules 2>&1; ./tests/check_units 2>&1; "
                    "top_builddir=. top_srcdir=. CC=cc CUDA_CPPFLAGS=\"$(sed -n 's/^CUDA_CPPFLAGS = //p' Makefile)\" "
-                   "tests/check_hooks_complete.sh >/dev/null 2>&1 || echo 'x:x:x:completeness:F:'; "
-                   "top_builddir=. top_srcdir=. tests/check_flush_table.sh >/dev/null 2>&1 || echo 'x:x:x:flush_table:F:'; "
+                   "tests/table/check_hooks_complete.sh >/dev/null 2>&1 || echo 'x:x:x:completeness:F:'; "
+                   "top_builddir=. top_srcdir=. tests/table/check_flush_table.sh >/dev/null 2>&1 || echo 'x:x:x:flush_table:F:'; "
                    "top_builddir=. top_srcdir=. tests/fuzz/run-fuzz.sh --seeds 1-300 --seconds 20 --save /tmp/cubatch-mutant-regressions 2>&1")
             fails = sorted({l.split(':')[3] for l in r.stdout.splitlines() if ':F:' in l or ':E:' in l})
             if "FAILED" in r.stdout or " 0 divergence" not in r.stdout:

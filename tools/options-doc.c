@@ -13,7 +13,7 @@
  * It walks config.c's own table (cb_options): environment names, enum words and
  * defaults come from the functions the library itself uses.
  * Built at build time (never installed); `make` runs it to make the launcher,
- * tests/check_launcher.sh to compare the README's table with it. */
+ * tests/package/check_launcher.sh to compare the README's table with it. */
 #include "internal.h"
 
 #include <stdio.h>

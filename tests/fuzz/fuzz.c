@@ -24,7 +24,7 @@
 #define __CUDA_API_VERSION_INTERNAL 1 /* call exact variants: _v2, _ptsz, _ptds */
 #include <cuda.h>
 
-#include "../harness.h"
+#include "../harness/harness.h"
 
 #include <dlfcn.h>
 #include <errno.h>

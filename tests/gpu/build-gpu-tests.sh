@@ -6,13 +6,13 @@
 # Produces DIR/drv_copies (C11, -lcuda), DIR/rt_copies_static (nvcc's default
 # static cudart), DIR/rt_copies_shared (-cudart shared) and DIR/rt_copies_ptds
 # (--default-stream per-thread).  Environment: NVCC (else configure's, in a
-# build tree), CC, CUDA_HOME, NVCC_GENCODE (tests/lib.sh: cb_cuda_toolkit,
+# build tree), CC, CUDA_HOME, NVCC_GENCODE (tests/harness/lib.sh: cb_cuda_toolkit,
 # cb_gencode).
 set -eu
 [ $# -eq 1 ] || { echo "usage: $0 DIR" >&2; exit 2; }
 out=$1
 src=$(cd "$(dirname "$0")" && pwd)
-. "$src/../lib.sh"
+. "$src/../harness/lib.sh"
 cb_cuda_toolkit build-gpu-tests
 nvcc=$cb_nvcc cuda=$cb_cuda stubs=$cb_stubs libdir=$cb_cudalib
 gencode=$(cb_gencode)
@@ -29,6 +29,6 @@ nvflags="-std=c++17 -O2 $gencode -Xcompiler -Wall,-Wextra"
     -o "$out/rt_copies_shared"
 # shellcheck disable=SC2086
 "$nvcc" $nvflags --default-stream per-thread "$src/rt_copies.cu" -o "$out/rt_copies_ptds"
-# The simulated-driver rule scenarios (tests/probe.c), for the real driver.
-${CC:-cc} -std=c11 -O2 -Wall -Wextra -I"$cuda/include" "$src/../probe.c" \
+# The simulated-driver rule scenarios (tests/rules/probe.c), for the real driver.
+${CC:-cc} -std=c11 -O2 -Wall -Wextra -I"$cuda/include" "$src/../rules/probe.c" \
     -o "$out/probe" -L"$stubs" -lcuda -lpthread -ldl

@@ -46,7 +46,7 @@ while [ $# -gt 0 ]; do
 done
 
 # --- a GPU, from the real driver's device nodes; never from the build tree ------
-. "$src_top/tests/lib.sh"
+. "$src_top/tests/harness/lib.sh"
 cb_gpu_or_skip run-gpu-tests
 cb_real_driver_only
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The rule scenarios of tests/probe.c (written for the simulated driver) on a real
+# The rule scenarios of tests/rules/probe.c (written for the simulated driver) on a real
 # GPU: each runs without and with cubatch; both must say "result: ok" and print
 # the same digest and return codes.  One table line per scenario with cubatch's
 # counters, per preload configuration.  Skips (77) without a GPU.
@@ -12,7 +12,7 @@
 # kernel batch") names the configurations: default (library defaults), kernel
 # (CUBATCH_ENGINE=kernel), batch (CUBATCH_ENGINE=batch).
 set -u
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../harness/lib.sh"
 # BENCH_SIM=1: on tests/sim's simulated driver (LD_LIBRARY_PATH), to test the scripts
 [ "${BENCH_SIM:-}" = 1 ] || cb_gpu_or_skip run-probe
 probe=$1 lib=$2 out=${3:-/dev/null}

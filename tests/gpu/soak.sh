@@ -4,7 +4,7 @@
 # differ); the digests must match bit for bit.
 #   soak.sh LIBCUBATCH [SECONDS] [OUTDIR]
 set -u
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../harness/lib.sh"
 cb_gpu_or_skip soak
 lib=$1 secs=${2:-120} out=${3:-/tmp}
 here=$(cd "$(dirname "$0")" && pwd)

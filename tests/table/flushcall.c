@@ -20,7 +20,7 @@
  * configuration names it as its launch-completion event;
  * so each batch or copy-kernel launch in the simulated driver's log (CUSIM_LOG)
  * says by its count which run went out.  cuDeviceGetCount marks the log before and after the call;
- * tests/check_flush_table.sh reads which batches reached the driver before the call.
+ * tests/table/check_flush_table.sh reads which batches reached the driver before the call.
  * Every other parameter is zero, except contexts (a second, idle context),
  * callbacks (no-ops), out-pointers the simulated driver would write through, and
  * launch configurations (naming the chosen stream). */

@@ -24,9 +24,9 @@ files=
 for f in README.md Makefile.am configure.ac quickstart.sh .ci/run; do
     test -f "$srcdir/$f" && files="$files $srcdir/$f"
 done
-grepsrc() { # grep options... pattern: over the tree, binaries and build folders skipped
+grepsrc() { # grep options... pattern: over the tree, binaries, test logs and build folders skipped
     grep -rIs --exclude-dir=.libs --exclude-dir=.deps --exclude-dir=_build --exclude=check_design_refs.sh \
-        "$@" $dirs $files
+        --exclude='*.log' --exclude='*.trs' "$@" $dirs $files
 }
 
 # The rule headings, in order.
@@ -39,7 +39,7 @@ for n in $headings; do
 done
 
 # Every cited rule number.
-cited=$(grep -rIhoiE --exclude-dir=.libs --exclude-dir=.deps --exclude=check_design_refs.sh \
+cited=$(grep -rIhoiE --exclude-dir=.libs --exclude-dir=.deps --exclude=check_design_refs.sh --exclude='*.log' --exclude='*.trs' \
             '\brules? [0-9]+(( ?[-,/] ?| and )[0-9]+)*' \
             "$srcdir/src" "$srcdir/tests" "$srcdir/tools" "$srcdir/README.md" 2>/dev/null |
         sed -e 's/^[Rr][Uu][Ll][Ee][Ss]* //' -e 's/ and /,/g' -e 's/[ ]//g' | tr ',/' '\n\n' |

@@ -1,13 +1,13 @@
 #!/bin/sh
 # check_flush_table.sh - the table-driven flush test.  For every row of
 # src/hooks.def that is not a copy or a resolver, tests/flushcall queues copies
-# on five streams (S, N, B, P, O: see tests/flushcall.c), calls the row's wrapper
+# on five streams (S, N, B, P, O: see tests/table/flushcall.c), calls the row's wrapper
 # once with its stream arguments set to S ("named") and once to NULL ("null"),
 # and the simulated driver's call log shows which runs were submitted before the
 # call reached the driver; and a third time ("legacy") with runs only on N and on
 # the legacy stream (L, executed by the copy kernel) and the stream arguments set
 # to S, a blocking stream, whose work follows the legacy stream's.  The scope
-# observed for each row must equal the one recorded in tests/flush-table.expected:
+# observed for each row must equal the one recorded in tests/table/flush-table.expected:
 #   named=S      only the stream the call names (STREAM rows)
 #   null=SBPO    a legacy-stream call: every blocking stream, per-thread ones too
 #   null=P       NULL through a _ptsz entry: the caller's per-thread stream
@@ -24,7 +24,7 @@
 set -eu
 top_builddir=${top_builddir:-.}
 top_srcdir=${top_srcdir:-.}
-expected="$top_srcdir/tests/flush-table.expected"
+expected="$top_srcdir/tests/table/flush-table.expected"
 flushcall="$top_builddir/tests/flushcall"
 lib="$top_builddir/src/.libs/libcubatch.so"
 clock="$top_builddir/tests/.libs/libfakeclock.so"
@@ -74,7 +74,7 @@ awk '{ print $1 }' "$tmp/rows" |
 if [ "${1:-}" = --update ]; then
     {
         echo "# Which runs each intercepted call submits before it reaches the driver"
-        echo "# (tests/check_flush_table.sh; regenerate with --update after reviewing a change)."
+        echo "# (tests/table/check_flush_table.sh; regenerate with --update after reviewing a change)."
         cat "$tmp/observed"
     } >"$expected"
     echo "check_flush_table: wrote $(wc -l <"$tmp/observed") rows to $expected"
@@ -83,7 +83,7 @@ fi
 
 grep -v '^#' "$expected" >"$tmp/expected"
 if ! diff -u "$tmp/expected" "$tmp/observed" >"$tmp/diff"; then
-    echo "check_flush_table: what the wrappers flush differs from tests/flush-table.expected" >&2
+    echo "check_flush_table: what the wrappers flush differs from tests/table/flush-table.expected" >&2
     echo "(- expected, + observed; a row missing from the observed side is no longer intercepted)" >&2
     cat "$tmp/diff" >&2
     exit 1

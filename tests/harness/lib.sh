@@ -1,5 +1,5 @@
 # lib.sh - what the test, example and benchmark scripts share; sourced
-# (. "$(dirname "$0")/../lib.sh"), POSIX sh:
+# (. "$(dirname "$0")/../harness/lib.sh" from tests/gpu), POSIX sh:
 #
 #   cb_have_gpu               true when the real driver's device node is there
 #   cb_gpu_or_skip NAME       exit 77 ("NAME: no GPU here, skipped") without one

@@ -8,7 +8,7 @@
  * tests/nocuda (no CUDA at all) and bench/dl_threads (lookups from threads). */
 #include "config.h" /* _GNU_SOURCE */
 #define TH_WITH_CHECK 1
-#include "harness.h"
+#include "../harness/harness.h"
 
 #include <check.h>
 #include <dirent.h>

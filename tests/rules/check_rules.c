@@ -10,7 +10,7 @@
  *    right order relative to the observing call. */
 #include "config.h" /* _GNU_SOURCE */
 #define TH_WITH_CHECK 1
-#include "harness.h"
+#include "../harness/harness.h"
 
 #include <check.h>
 #include <errno.h>

@@ -1,7 +1,7 @@
 #!/bin/sh
 # gen-flushcalls.sh SRCDIR - write C (stdout) that calls every row of
 # SRCDIR/hooks.def that flushes (every action but COPY and RESOLVER) once, for
-# tests/flushcall.c: each parameter a zero-initialised local of its declared
+# tests/table/flushcall.c: each parameter a zero-initialised local of its declared
 # type, then filled by FILL() (streams, contexts, callbacks the test chose), then
 # the exported function called by name.  Generated at build time from the table,
 # so the test follows the table.
