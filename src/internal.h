@@ -172,8 +172,10 @@ void cb_event_forget(CUevent e, CUresult rc);  /* after a destroy or an IPC hand
 void cb_event_foreign(CUevent *ph, CUresult rc); /* after an event opened from elsewhere */
 
 /* ---- timer.c: the bound on how long a run waits (rule 7) ---------------------- */
-/* A run opened on a quiet stream: look at it at `when` (run lock held). */
+/* A run opened on a quiet stream: look at it at `when` (its run lock held). */
 void cb_timer_arm(uint64_t when);
+void cb_timer_atfork_prepare(void); /* the due time's lock held across fork */
+void cb_timer_atfork_parent(void);
 void cb_timer_atfork_child(void); /* the child has no timer thread */
 
 /* ---- flush.c: submitting runs, and who asks for it ------------------------------ */
@@ -185,8 +187,8 @@ CUresult cb_flush_stream(CUstream s, int ptsz_entry, enum cb_flush_why why);
 CUresult cb_flush_legacy(void); /* every blocking stream's run: legacy-stream work follows */
 /* What a copy on stream s must follow on other streams (rule 3 and its mirror
  * image): blocking runs before a legacy-stream copy, legacy runs before a
- * blocking-stream copy.  Run lock held. */
-CUresult cb_flush_cross_locked(CUstream s, enum cb_stream_kind sk);
+ * blocking-stream copy.  No run lock held (run.c: one at a time). */
+CUresult cb_flush_cross(CUstream s, enum cb_stream_kind sk);
 CUresult cb_flush_all(enum cb_flush_why why);
 /* Captures (CAPTURE_BEGIN/END rows of hooks.def): begin flushes the stream and
  * every legacy run; while one is under way nothing is deferred on the legacy
@@ -210,7 +212,7 @@ void cb_flush_thread_gone(void);   /* a per-thread-stream owner exits */
 void cb_flush_atfork_prepare(void);
 void cb_flush_atfork_parent(void);
 void cb_flush_atfork_child(void);
-/* The timer's look (timer.c; run lock held): flush runs that stopped growing,
+/* The timer's look (timer.c; no lock held): flush runs that stopped growing,
  * grow too slowly or grew old; returns when the next look is due (0: none). */
 uint64_t cb_flush_timer_look(uint64_t now_ns);
 
