@@ -179,7 +179,7 @@ static int defer(struct cb_copy_req *rq, CUresult *rc)
         if (*rc == CUDA_SUCCESS)
             *rc = fr;
     }
-    cb_run_set_active(run);
+    cb_run_set_queued(run);
     cb_run_unlock(run);
     cb_life_arm();
     return 1;

@@ -185,10 +185,7 @@ struct cb_copy_req;
 CUresult cb_flush_run(struct cb_run *run, enum cb_flush_why why);
 CUresult cb_flush_stream(CUstream s, int ptsz_entry, enum cb_flush_why why);
 CUresult cb_flush_legacy(void); /* every blocking stream's run: legacy-stream work follows */
-/* What a copy on stream s must follow on other streams (rule 3 and its mirror
- * image): blocking runs before a legacy-stream copy, legacy runs before a
- * blocking-stream copy.  No run lock held (run.c: one at a time). */
-CUresult cb_flush_cross(CUstream s, enum cb_stream_kind sk);
+/* cb_flush_cross (rule 3 between streams): run.h. */
 CUresult cb_flush_all(enum cb_flush_why why);
 /* Captures (CAPTURE_BEGIN/END rows of hooks.def): begin flushes the stream and
  * every legacy run; while one is under way nothing is deferred on the legacy
@@ -244,7 +241,9 @@ void cb_stats_set_batching(int on, const char *reason);
 size_t cb_stats_json(char *buf, size_t len);
 
 /* ---- config.c: options ------------------------------------------------------------ */
-uint64_t cb_opt(enum cb_option_id id);
+/* Read on the copy path: inline, one load. */
+extern uint64_t cb_opt_values[CB_OPTION_COUNT];
+static inline uint64_t cb_opt(enum cb_option_id id) { return cb_opt_values[id]; }
 const char *cb_opt_str(enum cb_option_id id);
 /* An option's value was found unusable after loading (e.g. a report file
  * pattern, the policy): its default stays, and the option dump says so. */

@@ -40,8 +40,11 @@
  * new stream: its run was flushed and removed at destroy (flush.c). */
 #include "run.h"
 
+#include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 /* Adaptive: a thread that finds one taken spins briefly before sleeping, as the
  * holder is usually done within a microsecond. */
@@ -57,7 +60,7 @@ static atomic_int cb_blocking_active; /* active runs of blocking streams, the le
 static atomic_int cb_marked; /* runs holding markers (rule 11): what event observers look for */
 /* Run locks this thread holds: a driver call made from inside a submission that
  * comes back into a wrapper must not try to flush again. */
-static CB_TLS int cb_tls_held;
+CB_TLS int cb_tls_held;
 
 struct cb_last { struct cb_run *run; uintptr_t stream, owner; };
 static CB_TLS struct cb_last cb_tls_last;
@@ -71,37 +74,35 @@ static void mutex_init(pthread_mutex_t *m)
     pthread_mutexattr_destroy(&a);
 }
 
-void cb_run_lock(struct cb_run *run)
+/* The run lock's slow path (run.h has the fast one): spin briefly, as the holder
+ * is usually done within a microsecond, then sleep on the futex word marked 2
+ * ("waiters"), so that the unlock knows to wake one. */
+void cb_run_lock_wait(atomic_int *mu)
 {
-    pthread_mutex_lock(&run->mu);
-    cb_tls_held++;
+    for (int i = 0; i < 100; i++) {
+        int free_ = 0;
+        if (atomic_load_explicit(mu, memory_order_relaxed) == 0 &&
+            atomic_compare_exchange_weak_explicit(mu, &free_, 1, memory_order_acquire, memory_order_relaxed))
+            return;
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+    while (atomic_exchange_explicit(mu, 2, memory_order_acquire) != 0)
+        syscall(SYS_futex, mu, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
 }
 
-void cb_run_unlock(struct cb_run *run)
-{
-    cb_tls_held--;
-    pthread_mutex_unlock(&run->mu);
-}
+void cb_run_lock_wake(atomic_int *mu) { syscall(SYS_futex, mu, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0); }
 
 void cb_store_lock(void) { pthread_mutex_lock(&cb_store_mu); }
 void cb_store_unlock(void) { pthread_mutex_unlock(&cb_store_mu); }
 
-int cb_runs_locked_here(void) { return cb_tls_held > 0; }
 
 int cb_runs_active(void) { return atomic_load_explicit(&cb_active, memory_order_acquire) > 0; }
 int cb_runs_nonempty(void) { return atomic_load(&cb_nonempty) > 0; }
 int cb_runs_legacy_pending(void) { return atomic_load_explicit(&cb_legacy_nonempty, memory_order_acquire) > 0; }
 int cb_runs_blocking_active(void) { return atomic_load_explicit(&cb_blocking_active, memory_order_acquire) > 0; }
 int cb_runs_marked(void) { return atomic_load_explicit(&cb_marked, memory_order_acquire) > 0; }
-
-struct cb_run_key cb_run_key_of(CUstream s, enum cb_stream_kind sk, CUcontext ctx)
-{
-    if (sk == CB_SK_PER_THREAD)
-        return (struct cb_run_key){(uintptr_t)CU_STREAM_PER_THREAD, (uintptr_t)pthread_self()};
-    if (sk == CB_SK_LEGACY) /* one legacy stream per context */
-        return (struct cb_run_key){(uintptr_t)CU_STREAM_LEGACY, (uintptr_t)ctx};
-    return (struct cb_run_key){(uintptr_t)s, 0};
-}
 
 void cb_run_set_active(struct cb_run *run)
 {
@@ -176,7 +177,7 @@ static struct cb_run *store_create(const struct cb_run_key *key)
         /* everything but its lock and the storage of its arrays */
         struct cb_copies q = run->q;
         struct cb_iset w = run->writes, r = run->reads;
-        pthread_mutex_lock(&run->mu); /* a stale pointer's holder may be looking at it */
+        cb_run_lock(run); /* a stale pointer's holder may be looking at it */
         memset(&run->key, 0, sizeof *run - offsetof(struct cb_run, key));
         run->q = (struct cb_copies){.dsts = q.dsts, .srcs = q.srcs, .sizes = q.sizes, .hooks = q.hooks,
                                     .streams = q.streams, .cap = q.cap, .marks = q.marks, .capmarks = q.capmarks};
@@ -185,14 +186,13 @@ static struct cb_run *store_create(const struct cb_run_key *key)
     } else {
         if (!(run = calloc(1, sizeof *run)))
             return NULL;
-        mutex_init(&run->mu);
-        pthread_mutex_lock(&run->mu);
+        cb_run_lock(run);
     }
     run->key = *key;
     run->facts.legacy = key->stream == (uintptr_t)CU_STREAM_LEGACY;
     run->facts.ptds = key->owner != 0 && !run->facts.legacy;
     run->live = 1;
-    pthread_mutex_unlock(&run->mu);
+    cb_run_unlock(run);
     HASH_ADD(hh, cb_run_table, key, sizeof run->key, run);
     return run;
 }
@@ -330,11 +330,6 @@ static int run_grow(struct cb_run *run)
     return 0;
 }
 
-int cb_run_hazard(const struct cb_run *run, const struct cb_copy_req *rq)
-{
-    return cb_hazard(&run->writes, &run->reads, rq->dst, rq->src, rq->bytes);
-}
-
 int cb_run_append(struct cb_run *run, const struct cb_copy_req *rq)
 {
     if (run->q.n == run->q.cap && run_grow(run))
@@ -418,7 +413,7 @@ void cb_runs_atfork_child(void)
     for (run = cb_free_runs; run; run = run->next_free) {
         run->q.n = 0;
         run->writes.n = run->reads.n = 0;
-        mutex_init(&run->mu);
+        atomic_store(&run->mu, 0);
     }
     atomic_store(&cb_active, 0);
     atomic_store(&cb_nonempty, 0);

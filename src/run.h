@@ -47,7 +47,7 @@ struct cb_feed {
  * thread's last-run cache, an event's holder) stays safe to lock. */
 struct cb_run {
     UT_hash_handle hh;
-    pthread_mutex_t mu;
+    atomic_int mu;                /* its lock: 0 free, 1 taken, 2 taken with waiters (run.c) */
     struct cb_run *next_free;     /* the store's free list */
     int live;                     /* in the table, under key (read under mu or the store lock) */
     struct cb_run_key key;
@@ -105,17 +105,42 @@ void cb_events_atfork_child(void);
  * lock per run, taken in that order; a thread holds at most one run lock
  * (fork's prepare handler: all).  Helper locks (events, ptds.c, the kernel's
  * modules, the timer, smwork.c) are taken under a run lock, never the other way. */
-int cb_runs_locked_here(void); /* this thread holds a run lock: a submission's driver call re-entered a wrapper */
+extern CB_TLS int cb_tls_held; /* run locks this thread holds */
+/* This thread holds a run lock: a submission's driver call re-entered a wrapper. */
+static inline int cb_runs_locked_here(void) { return cb_tls_held > 0; }
 /* A stream's key: the handle; (CU_STREAM_PER_THREAD, owner thread); or
  * (CU_STREAM_LEGACY, ctx) for the legacy stream of the current context ctx. */
-struct cb_run_key cb_run_key_of(CUstream s, enum cb_stream_kind sk, CUcontext ctx);
+static inline struct cb_run_key cb_run_key_of(CUstream s, enum cb_stream_kind sk, CUcontext ctx)
+{
+    if (sk == CB_SK_PER_THREAD)
+        return (struct cb_run_key){(uintptr_t)CU_STREAM_PER_THREAD, (uintptr_t)pthread_self()};
+    if (sk == CB_SK_LEGACY) /* one legacy stream per context */
+        return (struct cb_run_key){(uintptr_t)CU_STREAM_LEGACY, (uintptr_t)ctx};
+    return (struct cb_run_key){(uintptr_t)s, 0};
+}
 /* Does the stream synchronize with the legacy stream (rule 3)? */
 int cb_stream_blocking(CUstream s, enum cb_stream_kind sk);
 /* The stream's run, locked (no run lock held before); create: make it when
  * there is none (*created = 1).  NULL: none (or out of memory). */
 struct cb_run *cb_run_lock_key(const struct cb_run_key *key, int create, int *created);
-void cb_run_lock(struct cb_run *run);
-void cb_run_unlock(struct cb_run *run);
+/* A run's lock: a futex word, taken and released inline on the copy path (an
+ * uncontended pair costs a few instructions); a waiter sleeps in the kernel. */
+void cb_run_lock_wait(atomic_int *mu);
+void cb_run_lock_wake(atomic_int *mu);
+static inline void cb_run_lock(struct cb_run *run)
+{
+    int free_ = 0;
+    if (CB_UNLIKELY(!atomic_compare_exchange_strong_explicit(&run->mu, &free_, 1, memory_order_acquire,
+                                                             memory_order_relaxed)))
+        cb_run_lock_wait(&run->mu);
+    cb_tls_held++;
+}
+static inline void cb_run_unlock(struct cb_run *run)
+{
+    cb_tls_held--;
+    if (CB_UNLIKELY(atomic_exchange_explicit(&run->mu, 0, memory_order_release) == 2))
+        cb_run_lock_wake(&run->mu);
+}
 /* The store's lock: held to iterate (CB_RUNS_EACH) and to remove. */
 void cb_store_lock(void);
 void cb_store_unlock(void);
@@ -129,17 +154,38 @@ int cb_run_open(struct cb_run *run, CUstream stream);
 /* Queue a copy (hazards already checked); -1 out of memory (nothing queued, the
  * hazard sets possibly larger: only ever more conservative). */
 int cb_run_append(struct cb_run *run, const struct cb_copy_req *rq);
-int cb_run_hazard(const struct cb_run *run, const struct cb_copy_req *rq);
+static inline int cb_run_hazard(const struct cb_run *run, const struct cb_copy_req *rq)
+{
+    return cb_hazard(&run->writes, &run->reads, rq->dst, rq->src, rq->bytes);
+}
 /* Queue an event record after the copies queued so far (rule 11; events.c);
  * -1 out of memory (nothing queued). */
 int cb_run_mark(struct cb_run *run, const struct cb_marker *m);
 void cb_run_clear(struct cb_run *run);      /* after a submission */
 void cb_run_set_active(struct cb_run *run); /* after any change of q.n, pending, fences */
+/* After a copy joined the run: counted already unless the run was empty (its
+ * stream's facts and markers change only while it is). */
+static inline void cb_run_set_queued(struct cb_run *run)
+{
+    if (CB_UNLIKELY(!run->queued || !run->active))
+        cb_run_set_active(run);
+}
 int cb_run_is_owner(const struct cb_run *run);
 int cb_runs_active(void);   /* some run holds copies, a pending join or a pending error */
 int cb_runs_nonempty(void); /* some run holds copies */
 int cb_runs_legacy_pending(void); /* some legacy-stream run holds copies */
 int cb_runs_blocking_active(void); /* some active run of a blocking stream other than the legacy one */
+/* What a copy on stream s must follow on other streams (rule 3 and its mirror
+ * image): blocking runs before a legacy-stream copy, legacy runs before a
+ * blocking-stream copy.  No run lock held (run.c: one at a time).  Inline: on
+ * the copy path it is usually two loads (flush.c has the rest). */
+CUresult cb_flush_cross_slow(CUstream s, enum cb_stream_kind sk);
+static inline CUresult cb_flush_cross(CUstream s, enum cb_stream_kind sk)
+{
+    if (sk == CB_SK_LEGACY ? !cb_runs_blocking_active() : !cb_runs_legacy_pending())
+        return CUDA_SUCCESS;
+    return cb_flush_cross_slow(s, sk);
+}
 int cb_runs_marked(void);         /* some run holds markers */
 /* Each run in the table, in turn (store lock held; lock each to look at it). */
 #define CB_RUNS_EACH(run, tmp) HASH_ITER(hh, cb_run_table, run, tmp)

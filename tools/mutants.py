@@ -9,7 +9,7 @@ import subprocess, sys, pathlib
 
 MUTANTS = {
     # name: (file, original text, broken text, rule)
-    "no-hazard-check": ("src/run.c", "    return cb_hazard(&run->writes, &run->reads, rq->dst, rq->src, rq->bytes);",
+    "no-hazard-check": ("src/run.h", "    return cb_hazard(&run->writes, &run->reads, rq->dst, rq->src, rq->bytes);",
                         "    (void)run; (void)rq; return 0;", "rule 5"),
     "stream-calls-do-not-flush": ("src/hooks.c", "#define CB_FLUSH_ARG(aarg, ptsz) cb_flush_stream(CB_EXPAND aarg, ptsz, CB_WHY_flush_stream)",
                                   "#define CB_FLUSH_ARG(aarg, ptsz) ((void)(CB_EXPAND aarg), CUDA_SUCCESS)", "rule 6"),
