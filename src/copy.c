@@ -222,7 +222,15 @@ CUresult cb_copy(int hook, int ptsz, enum cb_direction entry_dir, CUdeviceptr ds
         cb_bump(&t->v[CB_ST_copies_unknown], 1);
         return cb_issue_copy(hook, dst, src, bytes, stream);
     }
-    struct cb_copy_req rq = {.hook = hook, .dst = dst, .src = src, .bytes = bytes, .stream = stream};
+    /* every member set here or before its first use: no zeroing of the whole */
+    struct cb_copy_req rq;
+    rq.hook = hook;
+    rq.dst = dst;
+    rq.src = src;
+    rq.bytes = bytes;
+    rq.stream = stream;
+    rq.ctx = NULL;
+    rq.kernel_ok = 0;
     rq.sk = cb_stream_kind(stream, ptsz);
     if (rq.sk == CB_SK_LEGACY && !legacy_deferrable(&rq)) {
         /* Rule 3: it waits for every blocking stream, so their runs go first. */
@@ -240,7 +248,7 @@ CUresult cb_copy(int hook, int ptsz, enum cb_direction entry_dir, CUdeviceptr ds
         return cb_issue_copy(hook, dst, src, bytes, stream);
     }
     enum cb_stat_id why;
-    if (cb_classify(dst, &rq.dcls) || cb_classify(src, &rq.scls))
+    if (cb_classify_pair(dst, src, &rq.dcls, &rq.scls))
         why = CB_ST_pass_query;
     else
         why = memory_verdict(&rq, entry_dir);

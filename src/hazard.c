@@ -31,12 +31,9 @@ static int iset_overlaps(const struct cb_iset *s, uintptr_t lo, uintptr_t hi)
     return i < s->n && s->v[i].lo < hi;
 }
 
-int cb_iset_add(struct cb_iset *s, uintptr_t lo, uintptr_t hi)
+/* Not right after the last interval (hazard.h has that case inline). */
+int cb_iset_add_slow(struct cb_iset *s, uintptr_t lo, uintptr_t hi)
 {
-    if (s->n && s->v[s->n - 1].hi == lo) { /* the common case: right after the last */
-        s->v[s->n - 1].hi = hi;
-        return 0;
-    }
     if (s->n == s->cap) {
         size_t cap = s->cap ? 2 * s->cap : 16;
         struct cb_ival *v = realloc(s->v, cap * sizeof *v);

@@ -10,7 +10,15 @@ struct cb_iset { struct cb_ival *v; size_t n, cap; };
 
 /* ---- hazard.c: interval sets --------------------------------------------------------- */
 /* Add [lo, hi), merging what it overlaps or touches; -1 out of memory. */
-int cb_iset_add(struct cb_iset *s, uintptr_t lo, uintptr_t hi);
+int cb_iset_add_slow(struct cb_iset *s, uintptr_t lo, uintptr_t hi);
+static inline int cb_iset_add(struct cb_iset *s, uintptr_t lo, uintptr_t hi)
+{
+    if (s->n && s->v[s->n - 1].hi == lo) { /* the common case: right after the last */
+        s->v[s->n - 1].hi = hi;
+        return 0;
+    }
+    return cb_iset_add_slow(s, lo, hi);
+}
 void cb_iset_free(struct cb_iset *s);
 /* Rule 5: may a copy (dst d, src s, n bytes) NOT join a run that writes `writes`
  * and reads `reads`? */

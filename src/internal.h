@@ -140,6 +140,9 @@ struct cb_class {
 };
 /* Returns 0 and fills *out, or -1 when the driver query failed. */
 int cb_classify(uintptr_t p, struct cb_class *out);
+/* Both sides of a copy, the same way (a copy's pair of allocations is usually
+ * the previous copy's: then no lookup at all). */
+int cb_classify_pair(uintptr_t dst, uintptr_t src, struct cb_class *d, struct cb_class *s);
 void cb_forget_classes(void); /* memory was freed, unmapped or (re)registered */
 
 /* ---- policy.c: which copies are worth deferring ---------------------------------- */
