@@ -62,8 +62,13 @@ static atomic_int cb_marked; /* runs holding markers (rule 11): what event obser
  * comes back into a wrapper must not try to flush again. */
 CB_TLS int cb_tls_held;
 
+/* The thread's last few runs (a thread often alternates between two streams,
+ * one per direction, say): found here, a run is locked without the store's
+ * lock, then checked under its own (holds_key). */
+#define CB_LAST_RUNS 4
 struct cb_last { struct cb_run *run; uintptr_t stream, owner; };
-static CB_TLS struct cb_last cb_tls_last;
+static CB_TLS struct cb_last cb_tls_last[CB_LAST_RUNS];
+static CB_TLS unsigned cb_tls_last_next;
 
 static void mutex_init(pthread_mutex_t *m)
 {
@@ -204,15 +209,20 @@ static int holds_key(const struct cb_run *run, const struct cb_run_key *key)
 
 struct cb_run *cb_run_lock_key(const struct cb_run_key *key, int create, int *created)
 {
-    struct cb_last *last = &cb_tls_last;
-    struct cb_run *run = last->run;
+    struct cb_run *run;
     if (created)
         *created = 0;
-    if (CB_LIKELY(run && last->stream == key->stream && last->owner == key->owner)) {
+    for (unsigned i = 0; i < CB_LAST_RUNS; i++) {
+        struct cb_last *last = &cb_tls_last[i];
+        if (!last->run || last->stream != key->stream || last->owner != key->owner)
+            continue;
+        run = last->run;
         cb_run_lock(run);
         if (CB_LIKELY(holds_key(run, key)))
             return run;
         cb_run_unlock(run);
+        last->run = NULL;
+        break;
     }
     for (;;) {
         cb_store_lock();
@@ -227,7 +237,7 @@ struct cb_run *cb_run_lock_key(const struct cb_run_key *key, int create, int *cr
             break;
         cb_run_unlock(run); /* removed in between (its stream destroyed by another thread): again */
     }
-    *last = (struct cb_last){run, key->stream, key->owner};
+    cb_tls_last[cb_tls_last_next++ % CB_LAST_RUNS] = (struct cb_last){run, key->stream, key->owner};
     return run;
 }
 
@@ -421,7 +431,7 @@ void cb_runs_atfork_child(void)
     atomic_store(&cb_blocking_active, 0);
     atomic_store(&cb_marked, 0);
     cb_events_atfork_child();
-    cb_tls_last.run = NULL;
+    memset(cb_tls_last, 0, sizeof cb_tls_last);
     mutex_init(&cb_store_mu);
     cb_tls_held = 0;
 }
