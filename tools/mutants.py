@@ -43,7 +43,7 @@ MUTANTS = {
     "stream-row-made-context": ("src/hooks.def", "CB_HOOK(cuStreamQuery, 0, STREAM, (hStream),", "CB_HOOK(cuStreamQuery, 0, CONTEXT, (),", "rule 6 (exact scope)"),
     "context-row-made-stream": ("src/hooks.def", "CB_HOOK(cuMemsetD8_v2, 0, CONTEXT, (),", "CB_HOOK(cuMemsetD8_v2, 0, STREAM, (NULL),", "rule 6 (exact scope)"),
     "no-pipelining": ("src/engine.c", "    size_t c = has_h2d ? 32 : 64;", "    size_t c = max;", "rule 7 (chunks)"),
-    "timer-never-armed": ("src/copy.c", "    if (opened)\n        cb_timer_arm(run->looks.look_ns);", "    if (0)\n        cb_timer_arm(run->looks.look_ns);", "rule 7"),
+    "timer-never-armed": ("src/copy.c", "    if (opened)\n        cb_timer_arm(run->looks.look_ns);", "    if (opened && 0)\n        cb_timer_arm(run->looks.look_ns);", "rule 7"),
     "age-bound-ignored": ("src/flush.c", "} else if (!joined || now - l->opened_ns >= max_wait) {", "} else if (!joined) {", "rule 7"),
     "clock-read-per-copy": ("src/copy.c", "    if (cb_run_append(run, rq))\n        goto pass;", "    if (cb_now_ns() == 0 || cb_run_append(run, rq))\n        goto pass;", "rule 7 (no clock per copy)"),
     "slow-streams-deferred": ("src/flush.c", "                if (joined && span / joined > cb_opt(CB_OPT_slow_ns)) {", "                if (0) {", "pace"),
