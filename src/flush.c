@@ -7,9 +7,7 @@
 #include "smwork.h"
 #include "stats.h"
 
-static atomic_int cb_closed; /* after the final flush at exit: nothing more is deferred */
-
-int cb_flush_closed(void) { return atomic_load_explicit(&cb_closed, memory_order_acquire); }
+atomic_int cb_flush_closed_flag; /* after the final flush at exit: nothing more is deferred */
 
 
 /* What a flush does besides submitting, by its reason: the one place that says it.
@@ -316,20 +314,18 @@ void cb_flush_exit(void)
 {
     /* closed first: a copy that takes its run's lock after the flush below
      * reached that run sees it and passes through */
-    atomic_store(&cb_closed, 1);
+    atomic_store(&cb_flush_closed_flag, 1);
     flush_matching(CB_ALL_RUNS, CB_WHY_flush_exit);
 }
 
 /* cubatch_set_enabled(0): copies pass through (copy.c reads this on the copy
  * path and again under the run lock, so that none joins a run after the flush
  * below). */
-static atomic_int cb_paused;
-
-int cb_flush_paused(void) { return atomic_load_explicit(&cb_paused, memory_order_acquire); }
+atomic_int cb_flush_paused_flag;
 
 CUresult cb_flush_set_enabled(int on)
 {
-    atomic_store(&cb_paused, !on);
+    atomic_store(&cb_flush_paused_flag, !on);
     if (on || cb_runs_locked_here())
         return CUDA_SUCCESS;
     return flush_matching(CB_ALL_RUNS, CB_WHY_flush_api);

@@ -70,7 +70,8 @@ void cb_iset_free(struct cb_iset *s)
     *s = (struct cb_iset){0};
 }
 
-int cb_hazard(const struct cb_iset *writes, const struct cb_iset *reads, uintptr_t d, uintptr_t s, uintptr_t n)
+/* Some range inside a set's bounds (hazard.h decides the others inline). */
+int cb_hazard_slow(const struct cb_iset *writes, const struct cb_iset *reads, uintptr_t d, uintptr_t s, uintptr_t n)
 {
     return iset_overlaps(writes, s, s + n)     /* reads what a queued copy writes */
            || iset_overlaps(writes, d, d + n)  /* writes what a queued copy writes */

@@ -203,11 +203,14 @@ int cb_captures_active(void);
 CUresult cb_issue_ahead_of_run(const struct cb_copy_req *rq);
 void cb_forget_stream(CUstream s); /* destroyed: flush what slipped in, drop its run */
 void cb_flush_exit(void);          /* at exit: final flush, later copies pass through */
-int cb_flush_closed(void);         /* ... after which nothing is deferred */
+/* ... after which nothing is deferred (read on the copy path: inline) */
+extern atomic_int cb_flush_closed_flag;
+static inline int cb_flush_closed(void) { return atomic_load_explicit(&cb_flush_closed_flag, memory_order_acquire); }
 /* cubatch_set_enabled(): 0 submits every run, and nothing is deferred until 1
  * again; returns the first error of that flush. */
 CUresult cb_flush_set_enabled(int on);
-int cb_flush_paused(void);
+extern atomic_int cb_flush_paused_flag;
+static inline int cb_flush_paused(void) { return atomic_load_explicit(&cb_flush_paused_flag, memory_order_acquire); }
 void cb_flush_thread_gone(void);   /* a per-thread-stream owner exits */
 void cb_flush_atfork_prepare(void);
 void cb_flush_atfork_parent(void);
