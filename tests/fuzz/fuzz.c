@@ -586,6 +586,10 @@ static int apply(struct model *m, struct op *o, const struct view *vw, int cap)
                 if (w != q->w && (wv[w].slots & mine))
                     return fail(m, "slot shared between workers");
             if (q->type != O_HWRITE && q->type != O_HREAD && q->s >= 2 && q->s < NSTREAM) {
+                /* non-blocking only: another worker's legacy-stream work would
+                 * order a blocking one by the threads' interleaving */
+                if (m->s_blocking[q->s])
+                    return fail(m, "blocking stream in a worker");
                 for (int w = 0; w < o->w; w++)
                     if (w != q->w && (wv[w].streams >> q->s & 1))
                         return fail(m, "stream shared between workers");
@@ -1161,7 +1165,7 @@ static void generate(uint64_t seed, int len)
                     o->w = 2 + (int)rn(MAXW - 1);
                     unsigned own[MAXW] = {0}, ownev[MAXW] = {0}, ownst[MAXW] = {0};
                     for (int i = 2; i < NSTREAM; i++)
-                        if (g_m.s_live[i] && pct(60))
+                        if (g_m.s_live[i] && !g_m.s_blocking[i] && pct(60))
                             ownst[rn((size_t)o->w)] |= 1u << i;
                     for (int i = 0; i < NSLOT; i++)
                         if (g_m.live[i] && pct(80))
