@@ -1291,6 +1291,7 @@ struct out {
 static struct out g_out;
 static int g_epoch;
 static int g_errs[4096], g_nerrs;
+static pthread_mutex_t g_errs_mu = PTHREAD_MUTEX_INITIALIZER; /* workers record errors too */
 
 static void outf(struct out *o, const char *fmt, ...)
 {
@@ -1321,8 +1322,12 @@ static void record_rc(struct out *o, const char *label, CUresult rc)
         return;
     }
     outf(o, "# rc %s %d\n", label, (int)rc);
-    if (rc != CUDA_SUCCESS && g_nerrs < 4096)
+    if (rc == CUDA_SUCCESS)
+        return;
+    pthread_mutex_lock(&g_errs_mu);
+    if (g_nerrs < 4096)
         g_errs[g_nerrs++] = (int)rc;
+    pthread_mutex_unlock(&g_errs_mu);
 }
 
 static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
