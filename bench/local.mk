@@ -18,6 +18,7 @@ EXTRA_DIST += \
 	bench/torch_load.py \
 	bench/copy_path.c \
 	bench/campaign-extras.sh \
+	bench/bench_threads.c \
 	bench/local.mk
 EXTRA_DIST += bench/RESULTS.md bench/quick-extras.sh tools/mutants.py
 # CPU only: dlopen/dlsym from threads, plain and preloaded (bench/dl_threads.c is

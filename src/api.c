@@ -7,7 +7,7 @@
 CB_EXPORT int cubatch_flush(void)
 {
     cb_init();
-    return (int)cb_flush_all(CB_WHY_flush_exit);
+    return (int)cb_flush_all(CB_WHY_flush_api);
 }
 
 CB_EXPORT int cubatch_batching_enabled(void)

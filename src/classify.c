@@ -32,6 +32,42 @@ static CB_TLS struct cb_cache *cb_tls_cache;
 
 void cb_forget_classes(void) { atomic_fetch_add_explicit(&cb_class_gen, 1, memory_order_release); }
 
+/* The pair of allocations the thread's last copy went between: a copy loop's
+ * next copy usually goes between the same two (cb_classify_pair). */
+struct cb_pair {
+    uint64_t gen;
+    uintptr_t dlo, dhi, slo, shi;
+    struct cb_class d, s;
+};
+static CB_TLS struct cb_pair cb_tls_pair;
+
+int cb_classify_pair(uintptr_t dst, uintptr_t src, struct cb_class *d, struct cb_class *s)
+{
+    struct cb_pair *pr = &cb_tls_pair;
+    uint64_t gen = atomic_load_explicit(&cb_class_gen, memory_order_acquire);
+    if (CB_LIKELY(pr->gen == gen && dst - pr->dlo < pr->dhi - pr->dlo && src - pr->slo < pr->shi - pr->slo)) {
+        *d = pr->d;
+        *s = pr->s;
+        return 0;
+    }
+    if (cb_classify(dst, d) || cb_classify(src, s))
+        return -1;
+    /* only ranges the cache would keep: known, with a known extent */
+    if (d->kind != CB_MEM_UNKNOWN && d->end && s->kind != CB_MEM_UNKNOWN && s->end) {
+        uintptr_t dlo = dst, slo = src;
+        /* the start of each range, as the per-thread cache has it */
+        struct cb_cache *c = cb_tls_cache;
+        for (unsigned i = 0; c && i < CB_CLASS_CACHE; i++) {
+            if (c->e[i].gen == gen && dst >= c->e[i].lo && dst < c->e[i].hi)
+                dlo = c->e[i].lo;
+            if (c->e[i].gen == gen && src >= c->e[i].lo && src < c->e[i].hi)
+                slo = c->e[i].lo;
+        }
+        *pr = (struct cb_pair){gen, dlo, d->end, slo, s->end, *d, *s};
+    }
+    return 0;
+}
+
 int cb_classify(uintptr_t p, struct cb_class *out)
 {
     uint64_t gen = atomic_load_explicit(&cb_class_gen, memory_order_acquire);

@@ -38,7 +38,8 @@ const struct cb_option cb_options[CB_OPTION_COUNT] = {
 };
 
 /* Defaults until cb_config_load(); log level 1 so early warnings are seen. */
-static uint64_t cb_values[CB_OPTION_COUNT] = {
+/* Read inline by cb_opt() (internal.h): the copy path reads options without a call. */
+uint64_t cb_opt_values[CB_OPTION_COUNT] = {
 #define CB_OPTION(name, type, def, lo, hi, values, check, doc) [CB_OPT_##name] = (uint64_t)(def),
 #include "options.def"
 #undef CB_OPTION
@@ -51,12 +52,11 @@ static unsigned char cb_source[CB_OPTION_COUNT];
 /* What the dump shows for a STRING option its user interpreted (the policy). */
 static const char *cb_shown[CB_OPTION_COUNT];
 
-uint64_t cb_opt(enum cb_option_id id) { return cb_values[id]; }
 const char *cb_opt_str(enum cb_option_id id) { return cb_strings[id]; }
 
 void cb_opt_reject(enum cb_option_id id)
 {
-    cb_values[id] = cb_options[id].def;
+    cb_opt_values[id] = cb_options[id].def;
     cb_strings[id] = NULL;
     cb_source[id] = CB_FROM_REJECTED;
 }
@@ -331,7 +331,7 @@ static int load_one(size_t i)
     if (o->type == CB_T_STRING)
         cb_strings[i] = text;
     else
-        cb_values[i] = v;
+        cb_opt_values[i] = v;
     cb_source[i] = CB_FROM_ENV;
     return 0;
 }
@@ -470,7 +470,7 @@ int cb_config_load(int checking)
     cb_checking = checking;
     /* CUBATCH_LOG first, so that it governs every message about the others. */
     int bad = load_one(CB_OPT_log);
-    cb_log_set_level((unsigned)cb_values[CB_OPT_log]);
+    cb_log_set_level((unsigned)cb_opt_values[CB_OPT_log]);
     for (size_t i = 0; i < CB_OPTION_COUNT; i++)
         if (i != CB_OPT_log)
             bad += load_one(i);
@@ -478,12 +478,12 @@ int cb_config_load(int checking)
     /* A report file alone asks for a report: text, unless CUBATCH_STATS says;
      * also one that was refused (its report then goes to stderr, as said). */
     if (cb_source[CB_OPT_stats_file] != CB_FROM_DEFAULT && cb_source[CB_OPT_stats] != CB_FROM_ENV) {
-        cb_values[CB_OPT_stats] = CB_STATS_ON;
+        cb_opt_values[CB_OPT_stats] = CB_STATS_ON;
         cb_source[CB_OPT_stats] = CB_FROM_FILE;
     }
-    if (cb_values[CB_OPT_min_run] > cb_values[CB_OPT_max_batch]) {
+    if (cb_opt_values[CB_OPT_min_run] > cb_opt_values[CB_OPT_max_batch]) {
         cb_warn("CUBATCH_MIN_RUN (%llu) is above CUBATCH_MAX_BATCH (%llu): runs will go out copy by copy",
-                (unsigned long long)cb_values[CB_OPT_min_run], (unsigned long long)cb_values[CB_OPT_max_batch]);
+                (unsigned long long)cb_opt_values[CB_OPT_min_run], (unsigned long long)cb_opt_values[CB_OPT_max_batch]);
     }
     return bad + check_unknown_names();
 }
@@ -495,8 +495,8 @@ static const char *value_text(size_t i, char *buf, size_t len)
     const struct cb_option *o = &cb_options[i];
     char q[CB_QUOTE_LEN];
     switch (o->type) {
-    case CB_T_SIZE: return cb_format_size(cb_values[i], buf, len);
-    case CB_T_ENUM: return cb_option_word(o, cb_values[i], buf, len);
+    case CB_T_SIZE: return cb_format_size(cb_opt_values[i], buf, len);
+    case CB_T_ENUM: return cb_option_word(o, cb_opt_values[i], buf, len);
     case CB_T_STRING:
         if (cb_shown[i])
             snprintf(buf, len, "%s", cb_shown[i]);
@@ -505,7 +505,7 @@ static const char *value_text(size_t i, char *buf, size_t len)
         else
             snprintf(buf, len, "unset");
         return buf;
-    default: snprintf(buf, len, "%llu", (unsigned long long)cb_values[i]); return buf;
+    default: snprintf(buf, len, "%llu", (unsigned long long)cb_opt_values[i]); return buf;
     }
 }
 

@@ -72,10 +72,8 @@ void cb_ctx_fate_after(const struct cb_ctx_fate *f, CUresult rc)
         return;
     if ((f->destroys && rc == CUDA_SUCCESS) || context_gone(f)) {
         cb_forget_classes();
-        cb_runs_lock();
         cb_forget_context_runs(f->ctx);
         cb_forget_context_helpers(f->ctx);
         cb_forget_context_kernel(f->ctx);
-        cb_runs_unlock();
     }
 }

@@ -59,14 +59,14 @@ static enum cb_stat_id memory_verdict(const struct cb_copy_req *rq, enum cb_dire
  * running mean of the gaps, until they come faster again.  A gap over 100 us is
  * a pause between bursts, not a pace: it ends the slow spell at once.  No clock
  * is read for a stream that is not slow.  Returns 1 while the stream is slow.
- * Run lock held. */
-static int still_slow(struct cb_run *run)
+ * Its run's lock held. */
+static int still_slow(struct cb_pace *p)
 {
-    uint64_t now = cb_now_ns(), gap = now - run->last_copy_ns;
-    run->last_copy_ns = now;
-    run->pace_ns = gap < 100000u ? (3 * run->pace_ns + gap) / 4 : 0;
-    run->slow = run->pace_ns > cb_opt(CB_OPT_slow_ns);
-    return run->slow;
+    uint64_t now = cb_now_ns(), gap = now - p->last_copy_ns;
+    p->last_copy_ns = now;
+    p->pace_ns = gap < 100000u ? (3 * p->pace_ns + gap) / 4 : 0;
+    p->slow = p->pace_ns > cb_opt(CB_OPT_slow_ns);
+    return p->slow;
 }
 
 /* ---- deferring ------------------------------------------------------------------ */
@@ -108,33 +108,32 @@ static int defer(struct cb_copy_req *rq, CUresult *rc)
 {
     struct cb_run_key key = cb_run_key_of(rq->stream, rq->sk, rq->ctx);
     enum cb_stat_id why = CB_ST_pass_nomem;
-    struct cb_run *run = NULL;
-    int opened = 0;
+    int opened = 0, created;
     *rc = CUDA_SUCCESS;
     if (cb_runs_locked_here()) { /* re-entered from a submission: just pass through */
         CB_COUNT(pass_query);
         return 0;
     }
-    cb_runs_lock();
-    /* Whatever happens to this copy, it follows what rule 3 orders it after. */
-    *rc = cb_flush_cross_locked(rq->stream, rq->sk);
+    /* Whatever happens to this copy, it follows what rule 3 orders it after:
+     * other streams' runs, flushed before this one's lock is taken (run.c). */
+    *rc = cb_flush_cross(rq->stream, rq->sk);
+    struct cb_run *run = cb_run_lock_key(&key, 1, &created);
+    if (!run) {
+        cb_bump(&cb_stats_thread()->v[why], 1);
+        return 0;
+    }
+    if (created && run->facts.ptds)
+        cb_life_watch_thread();
     if (cb_flush_closed() || cb_flush_paused()) {
         why = CB_ST_pass_disabled;
         goto pass;
     }
-    run = cb_run_find(&key);
-    if (!run) {
-        if (!(run = cb_run_create(&key)))
-            goto pass;
-        if (run->facts.ptds)
-            cb_life_watch_thread();
-    }
-    if (run->slow && still_slow(run)) {
+    if (run->pace.slow && still_slow(&run->pace)) {
         why = CB_ST_pass_slow; /* issued now, after whatever the run holds (pass:) */
         goto pass;
     }
-    if (!run->warm && run->q.n == 0) {
-        run->warm = 1;
+    if (!run->pace.warm && run->q.n == 0) {
+        run->pace.warm = 1;
         why = CB_ST_pass_first;
         goto pass;
     }
@@ -180,35 +179,43 @@ static int defer(struct cb_copy_req *rq, CUresult *rc)
     if (cb_run_append(run, rq))
         goto pass;
     if (opened)
-        cb_timer_arm(run->look_ns);
-    /* the chunks follow the engine the previous submission of this stream took */
-    if (run->q.n >= cb_engine_chunk(run->q.kernel_ok && !(run->facts.sm_busy && run->q.has_host), run->has_h2d,
-                                    run->chunks)) {
+        cb_timer_arm(run->looks.look_ns);
+    /* The chunks follow the engine the previous submission of this stream
+     * took; what decides the length changes only when the run opens, a copy
+     * outside the kernel's reach or the first host-to-device copy joins, so
+     * it is computed again only then. */
+    struct cb_feed *fd = &run->feed;
+    int kernel_chunks = run->q.kernel_ok && !(run->facts.sm_busy && run->q.has_host);
+    unsigned shape = 1u | (unsigned)kernel_chunks << 1 | (unsigned)fd->has_h2d << 2;
+    if (CB_UNLIKELY(shape != fd->chunk_shape)) {
+        fd->chunk_shape = shape;
+        fd->chunk_at = cb_engine_chunk(kernel_chunks, fd->has_h2d, fd->chunks);
+    }
+    if (run->q.n >= fd->chunk_at) {
         /* pipelining: this chunk goes out now, the GPU copies it while the
          * program issues the next */
         CUresult fr = cb_flush_run(run, CB_WHY_flush_full);
-        run->chunks++;
+        fd->chunks++;
         if (*rc == CUDA_SUCCESS)
             *rc = fr;
     }
-    cb_run_set_active(run);
-    cb_runs_unlock();
+    cb_run_set_queued(run);
+    cb_run_unlock(run);
     cb_life_arm();
     return 1;
 
 pass:
     /* The copy passes through; whatever is queued on its stream goes first. */
-    if (run && run->q.n > 0) {
+    if (run->q.n > 0) {
         CUresult fr = cb_flush_run(run, CB_WHY_flush_passthrough);
         if (*rc == CUDA_SUCCESS)
             *rc = fr;
-    } else if (run && run->facts.ptds && run->facts.fence.ev_start) {
+    } else if (run->facts.ptds && run->facts.fence.ev_start) {
         cb_fence_release(&run->facts);
     }
-    if (run)
-        cb_run_set_active(run);
+    cb_run_set_active(run);
     cb_bump(&cb_stats_thread()->v[why], 1);
-    cb_runs_unlock();
+    cb_run_unlock(run);
     return 0;
 }
 
@@ -235,7 +242,15 @@ CUresult cb_copy(int hook, int ptsz, enum cb_direction entry_dir, CUdeviceptr ds
         cb_bump(&t->v[CB_ST_copies_unknown], 1);
         return cb_issue_copy(hook, dst, src, bytes, stream);
     }
-    struct cb_copy_req rq = {.hook = hook, .dst = dst, .src = src, .bytes = bytes, .stream = stream};
+    /* every member set here or before its first use: no zeroing of the whole */
+    struct cb_copy_req rq;
+    rq.hook = hook;
+    rq.dst = dst;
+    rq.src = src;
+    rq.bytes = bytes;
+    rq.stream = stream;
+    rq.ctx = NULL;
+    rq.kernel_ok = 0;
     rq.sk = cb_stream_kind(stream, ptsz);
     if (rq.sk == CB_SK_LEGACY && !legacy_deferrable(&rq)) {
         /* Rule 3: it waits for every blocking stream, so their runs go first. */
@@ -253,7 +268,7 @@ CUresult cb_copy(int hook, int ptsz, enum cb_direction entry_dir, CUdeviceptr ds
         return cb_issue_copy(hook, dst, src, bytes, stream);
     }
     enum cb_stat_id why;
-    if (cb_classify(dst, &rq.dcls) || cb_classify(src, &rq.scls))
+    if (cb_classify_pair(dst, src, &rq.dcls, &rq.scls))
         why = CB_ST_pass_query;
     else
         why = memory_verdict(&rq, entry_dir);

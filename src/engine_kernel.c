@@ -43,10 +43,32 @@ struct cb_kctx {
     CUfunction fn[CB_TIERS];
     int sms;
 };
-static struct cb_kctx *cb_kctxs; /* guarded by the run lock, as every submission */
+/* Shared by every run of a context, which may go out at once from several
+ * threads: its own lock, a leaf (run.c), held while a module loads. */
+static struct cb_kctx *cb_kctxs;
+static pthread_mutex_t cb_kctxs_mu = PTHREAD_MUTEX_INITIALIZER;
 
-/* The parameter block of the launch being made (under the run lock). */
-static struct cb_kparams cb_kp;
+/* The parameter block of the launch being made, one per thread (32 KiB: too
+ * large for static TLS in a library that may be dlopened), freed at the
+ * thread's exit. */
+static CB_TLS struct cb_kparams *cb_tls_kp;
+static pthread_key_t cb_kp_key;
+static pthread_once_t cb_kp_once = PTHREAD_ONCE_INIT;
+static void kp_free(void *p) { free(p); }
+static void kp_key(void) { pthread_key_create(&cb_kp_key, kp_free); }
+
+static struct cb_kparams *thread_kp(void)
+{
+    if (CB_LIKELY(cb_tls_kp != NULL))
+        return cb_tls_kp;
+    pthread_once(&cb_kp_once, kp_key);
+    struct cb_kparams *kp = malloc(sizeof *kp);
+    if (kp && pthread_setspecific(cb_kp_key, kp)) {
+        free(kp);
+        kp = NULL;
+    }
+    return cb_tls_kp = kp;
+}
 
 int cb_kernel_engine_init(const char **why)
 {
@@ -65,15 +87,32 @@ int cb_kernel_engine_init(const char **why)
 
 size_t cb_kernel_engine_max(void) { return CB_KPARAMS_MAX; }
 
+static struct cb_kctx *load(const struct cb_stream_facts *f);
+
 int cb_kernel_engine_ready(CUcontext ctx)
 {
     struct cb_kctx *k;
+    pthread_mutex_lock(&cb_kctxs_mu);
     HASH_FIND_PTR(cb_kctxs, &ctx, k);
-    return !k || k->mod != NULL;
+    int ready = !k || k->mod != NULL;
+    pthread_mutex_unlock(&cb_kctxs_mu);
+    return ready;
 }
 
-/* The context's module, loaded on first use; NULL when it cannot be. */
-static struct cb_kctx *kctx(const struct cb_stream_facts *f)
+/* The context's module, loaded on first use: 0 and *out filled, -1 when it
+ * cannot be. */
+static int kctx(const struct cb_stream_facts *f, struct cb_kctx *out)
+{
+    pthread_mutex_lock(&cb_kctxs_mu);
+    struct cb_kctx *k = load(f);
+    if (k)
+        *out = *k;
+    pthread_mutex_unlock(&cb_kctxs_mu);
+    return k ? 0 : -1;
+}
+
+/* cb_kctxs_mu held. */
+static struct cb_kctx *load(const struct cb_stream_facts *f)
 {
     struct cb_kctx *k;
     HASH_FIND_PTR(cb_kctxs, &f->ctx, k);
@@ -107,19 +146,22 @@ static struct cb_kctx *kctx(const struct cb_stream_facts *f)
 CUresult cb_kernel_engine_submit(const struct cb_copies *c, size_t off, size_t n, CUstream stream,
                                  const struct cb_stream_facts *f)
 {
-    struct cb_kctx *k = kctx(f);
-    if (!k)
+    struct cb_kctx k;
+    struct cb_kparams *kp = thread_kp();
+    if (!kp)
+        return CUDA_ERROR_OUT_OF_MEMORY; /* replayed copy by copy */
+    if (kctx(f, &k))
         return CUDA_ERROR_NOT_SUPPORTED; /* replayed copy by copy */
     size_t t = 0;
     while (cb_tiers[t].capacity < n)
         t++;
-    cb_kp.count = (uint32_t)n;
-    cb_kp.flags = 0;
+    kp->count = (uint32_t)n;
+    kp->flags = 0;
     for (size_t i = 0; i < n; i++)
-        cb_kp.c[i] = (struct cb_kcopy){c->dsts[off + i], c->srcs[off + i], c->sizes[off + i]};
-    void *params[] = {&cb_kp};
-    unsigned grid = n < (size_t)k->sms ? (unsigned)n : (unsigned)k->sms;
-    CUresult rc = cb_drv.cuLaunchKernel(k->fn[t], grid, 1, 1, CB_KBLOCK_DEFAULT, 1, 1, 0, stream, params, NULL);
+        kp->c[i] = (struct cb_kcopy){c->dsts[off + i], c->srcs[off + i], c->sizes[off + i]};
+    void *params[] = {kp};
+    unsigned grid = n < (size_t)k.sms ? (unsigned)n : (unsigned)k.sms;
+    CUresult rc = cb_drv.cuLaunchKernel(k.fn[t], grid, 1, 1, CB_KBLOCK_DEFAULT, 1, 1, 0, stream, params, NULL);
     if (rc == CUDA_SUCCESS) {
         CB_COUNT(kernel_launches);
         CB_COUNT_N(kernel_copies, n);
@@ -133,15 +175,21 @@ CUresult cb_kernel_engine_submit(const struct cb_copies *c, size_t off, size_t n
 void cb_forget_context_kernel(CUcontext ctx)
 {
     struct cb_kctx *k;
+    pthread_mutex_lock(&cb_kctxs_mu);
     HASH_FIND_PTR(cb_kctxs, &ctx, k);
     if (k) {
         HASH_DEL(cb_kctxs, k);
         free(k);
     }
+    pthread_mutex_unlock(&cb_kctxs_mu);
 }
+
+void cb_kernel_atfork_prepare(void) { pthread_mutex_lock(&cb_kctxs_mu); }
+void cb_kernel_atfork_parent(void) { pthread_mutex_unlock(&cb_kctxs_mu); }
 
 void cb_kernel_atfork_child(void)
 {
+    pthread_mutex_init(&cb_kctxs_mu, NULL);
     struct cb_kctx *k, *tmp;
     HASH_ITER(hh, cb_kctxs, k, tmp) {
         HASH_DEL(cb_kctxs, k);

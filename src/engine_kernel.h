@@ -18,6 +18,8 @@ CUresult cb_kernel_engine_submit(const struct cb_copies *c, size_t off, size_t n
 size_t cb_kernel_engine_max(void); /* copies one launch carries */
 int cb_kernel_engine_ready(CUcontext ctx); /* 0 when the kernel could not be loaded there */
 void cb_forget_context_kernel(CUcontext ctx); /* its module died with it */
+void cb_kernel_atfork_prepare(void); /* the modules' lock held across fork */
+void cb_kernel_atfork_parent(void);
 void cb_kernel_atfork_child(void);
 
 #endif /* CUBATCH_ENGINE_KERNEL_H */

@@ -8,34 +8,55 @@
 #include "stats.h"
 #include "nvtx.h"
 
-static int cb_closed; /* after the final flush at exit: nothing more is deferred */
+atomic_int cb_flush_closed_flag; /* after the final flush at exit: nothing more is deferred */
 
-int cb_flush_closed(void) { return cb_closed; }
 
+/* What a flush does besides submitting, by its reason: the one place that says it.
+ *
+ * A call naming the stream, a context-wide one, the timer or exit end the
+ * burst: the stream's next copy is the first of a new one.  A hazard, a chunk or
+ * a copy passing through do not; nor does a stream wait.  A wait must flush
+ * (rule 11: moved before earlier copies, it could make a kernel elsewhere spin
+ * forever on a flag one of them sets), but it says nothing about the program's
+ * pace: frameworks put one between groups of copies (JAX's host-to-device
+ * stream: copy, records, wait, copy, ...), and were the copy after each wait to
+ * go out alone as a burst's first, most of theirs would.  The copy after a wait
+ * joins a new run at once instead; an isolated one waits at most for the
+ * timer's first look (CUBATCH_FLUSH_US).  Event records do not end the burst
+ * either: they join the run (marker.c).
+ *
+ * Nobody is waiting on a timer flush: its error is kept for the next call on the
+ * stream (or the next context-wide call).  The timer and exit need not make the
+ * legacy stream wait for another thread's per-thread run (flush_matching): no
+ * legacy-ordered call of the program is being made. */
+enum cb_flush_does {
+    CB_FD_KEEPS_BURST = 1,    /* the stream's next copy still joins a run at once */
+    CB_FD_CHUNK = 2,          /* a chunk of a growing run: the pipelining goes on */
+    CB_FD_KEEPS_ERROR = 4,    /* the error waits for the stream's next call */
+    CB_FD_NO_LEGACY_JOIN = 8, /* no legacy-ordered call follows */
+};
+static const unsigned char cb_flush_does[CB_WHY_COUNT] = {
+    [CB_WHY_flush_hazard] = CB_FD_KEEPS_BURST,
+    [CB_WHY_flush_full] = CB_FD_KEEPS_BURST | CB_FD_CHUNK,
+    [CB_WHY_flush_passthrough] = CB_FD_KEEPS_BURST,
+    [CB_WHY_flush_wait] = CB_FD_KEEPS_BURST,
+    [CB_WHY_flush_timer] = CB_FD_KEEPS_ERROR | CB_FD_NO_LEGACY_JOIN,
+    [CB_WHY_flush_exit] = CB_FD_NO_LEGACY_JOIN,
+    [CB_WHY_flush_api] = CB_FD_NO_LEGACY_JOIN,
+};
 
 CUresult cb_flush_run(struct cb_run *run, enum cb_flush_why why)
 {
     CUresult rc = CUDA_SUCCESS;
-    /* A call naming the stream, a context-wide one, the timer or exit end the
-     * burst: the stream's next copy is the first of a new one.  A hazard, a
-     * chunk or a copy passing through do not; nor does a stream wait.  A wait
-     * must flush (rule 11: moved before earlier copies, it could make a kernel
-     * elsewhere spin forever on a flag one of them sets), but it says nothing
-     * about the program's pace: frameworks put one between groups of copies
-     * (JAX's host-to-device stream: copy, records, wait, copy, ...), and were
-     * the copy after each wait to go out alone as a burst's first, most of
-     * theirs would.  The copy after a wait joins a new run at once instead; an
-     * isolated one waits at most for the timer's first look (CUBATCH_FLUSH_US).
-     * Event records do not end the burst either: they join the run (marker.c). */
-    if (why != CB_WHY_flush_hazard && why != CB_WHY_flush_full && why != CB_WHY_flush_passthrough &&
-        why != CB_WHY_flush_wait)
-        run->warm = 0;
-    if (why != CB_WHY_flush_full)
-        run->chunks = 0;
+    unsigned does = cb_flush_does[why];
+    if (!(does & CB_FD_KEEPS_BURST))
+        run->pace.warm = 0;
+    if (!(does & CB_FD_CHUNK))
+        run->feed.chunks = 0;
     int owner = cb_run_is_owner(run);
     if (run->q.n > 0) {
         cb_bump(&cb_stats_thread()->v[cb_flush_stat(why)], 1);
-        if (why != CB_WHY_flush_full)
+        if (!(does & CB_FD_CHUNK))
             cb_stat_run_ended(); /* the call this thread is in, if any */
         if (run->facts.legacy)
             CB_COUNT(legacy_runs);
@@ -49,9 +70,7 @@ CUresult cb_flush_run(struct cb_run *run, enum cb_flush_why why)
     run->pending = CUDA_SUCCESS;
     if (pending == CUDA_SUCCESS)
         pending = rc;
-    /* Nobody is waiting on a timer flush: keep its error for the next call on
-     * this stream (or the next context-wide call). */
-    if (why == CB_WHY_flush_timer && pending != CUDA_SUCCESS) {
+    if ((does & CB_FD_KEEPS_ERROR) && pending != CUDA_SUCCESS) {
         run->pending = pending;
         pending = CUDA_SUCCESS;
     }
@@ -59,7 +78,7 @@ CUresult cb_flush_run(struct cb_run *run, enum cb_flush_why why)
     return pending;
 }
 
-/* Which runs a flush takes (lock held). */
+/* Which runs a flush takes. */
 enum cb_which { CB_ALL_RUNS, CB_BLOCKING_RUNS, CB_BLOCKING_NOT_LEGACY, CB_LEGACY_RUNS };
 
 static int matches(const struct cb_run *run, enum cb_which which)
@@ -74,22 +93,29 @@ static int matches(const struct cb_run *run, enum cb_which which)
     return 1;
 }
 
-/* Flush every active run that matches.  Lock held. */
+/* Flush every active run that matches, in table order, one run lock at a time
+ * (no run lock held: run.c). */
 static CUresult flush_matching(enum cb_which which, enum cb_flush_why why)
 {
     CUresult first = CUDA_SUCCESS;
     struct cb_run *run, *tmp;
+    cb_store_lock();
     CB_RUNS_EACH(run, tmp) {
-        if (!run->active || !matches(run, which))
+        cb_run_lock(run);
+        if (!run->active || !matches(run, which)) {
+            cb_run_unlock(run);
             continue;
+        }
         CUresult rc = cb_flush_run(run, why);
         /* legacy-ordered calls (and context-wide ones, which include synchronous
          * copies) must follow other threads' side-submitted per-thread copies */
-        if (why != CB_WHY_flush_timer && why != CB_WHY_flush_exit && rc == CUDA_SUCCESS && run->facts.ptds)
+        if (!(cb_flush_does[why] & CB_FD_NO_LEGACY_JOIN) && rc == CUDA_SUCCESS && run->facts.ptds)
             rc = cb_fence_legacy_join(&run->facts);
+        cb_run_unlock(run);
         if (rc != CUDA_SUCCESS && first == CUDA_SUCCESS)
             first = rc;
     }
+    cb_store_unlock();
     return first;
 }
 
@@ -97,17 +123,14 @@ static CUresult flush_unless_idle(enum cb_which which, enum cb_flush_why why)
 {
     if (cb_runs_locked_here() || !cb_runs_active())
         return CUDA_SUCCESS;
-    cb_runs_lock();
-    CUresult rc = flush_matching(which, why);
-    cb_runs_unlock();
-    return rc;
+    return flush_matching(which, why);
 }
 
 CUresult cb_flush_legacy(void) { return flush_unless_idle(CB_BLOCKING_RUNS, CB_WHY_flush_legacy); }
 
 CUresult cb_flush_all(enum cb_flush_why why) { return flush_unless_idle(CB_ALL_RUNS, why); }
 
-CUresult cb_flush_cross_locked(CUstream s, enum cb_stream_kind sk)
+CUresult cb_flush_cross_slow(CUstream s, enum cb_stream_kind sk)
 {
     /* Rule 3: work on the legacy stream follows every blocking stream's earlier
      * work; and the mirror image: work on a blocking stream (a per-thread one
@@ -130,9 +153,7 @@ CUresult cb_flush_capture_begin(CUstream s, int ptsz_entry)
     /* counted before the capture begins: no legacy run may open from now on */
     atomic_fetch_add(&cb_captures, 1);
     if (!cb_runs_locked_here() && cb_runs_legacy_pending()) {
-        cb_runs_lock();
         CUresult r2 = flush_matching(CB_LEGACY_RUNS, CB_WHY_flush_stream);
-        cb_runs_unlock();
         if (rc == CUDA_SUCCESS)
             rc = r2;
     }
@@ -160,15 +181,16 @@ CUresult cb_flush_stream(CUstream s, int ptsz_entry, enum cb_flush_why why)
     if (sk == CB_SK_LEGACY)
         return cb_flush_legacy();
     struct cb_run_key key = cb_run_key_of(s, sk, NULL);
-    cb_runs_lock();
-    CUresult rc = cb_flush_cross_locked(s, sk);
-    struct cb_run *run = cb_run_find(&key);
-    if (run && run->active) {
-        CUresult r2 = cb_flush_run(run, why);
-        if (rc == CUDA_SUCCESS)
-            rc = r2;
+    CUresult rc = cb_flush_cross(s, sk);
+    struct cb_run *run = cb_run_lock_key(&key, 0, NULL);
+    if (run) {
+        if (run->active) {
+            CUresult r2 = cb_flush_run(run, why);
+            if (rc == CUDA_SUCCESS)
+                rc = r2;
+        }
+        cb_run_unlock(run);
     }
-    cb_runs_unlock();
     return rc;
 }
 
@@ -177,15 +199,14 @@ CUresult cb_issue_ahead_of_run(const struct cb_copy_req *rq)
     if (!cb_runs_active() || cb_runs_locked_here())
         return cb_issue_copy(rq->hook, rq->dst, rq->src, rq->bytes, rq->stream);
     struct cb_run_key key = cb_run_key_of(rq->stream, rq->sk, rq->ctx);
-    cb_runs_lock();
-    CUresult fe = cb_flush_cross_locked(rq->stream, rq->sk);
-    struct cb_run *run = cb_run_find(&key);
+    CUresult fe = cb_flush_cross(rq->stream, rq->sk);
+    struct cb_run *run = cb_run_lock_key(&key, 0, NULL);
     if (run && run->q.n > 0 && cb_run_hazard(run, rq))
         fe = cb_flush_run(run, CB_WHY_flush_hazard);
     else if (run && run->q.n == 0 && (run->facts.fence.ev_join || run->pending != CUDA_SUCCESS))
         fe = cb_flush_run(run, CB_WHY_flush_passthrough); /* a pending join or error: settle it */
-    /* Issued under the lock so that no other thread can flush the run between the
-     * copy and the fence below. */
+    /* Issued under the run's lock so that no other thread can flush the run
+     * between the copy and the fence below. */
     CUresult rc = cb_issue_copy(rq->hook, rq->dst, rq->src, rq->bytes, rq->stream);
     if (run && run->q.n > 0 && run->facts.ptds && run->facts.fence.ev_start) {
         /* Copies queued from now on may depend on this one; a side-stream
@@ -193,7 +214,8 @@ CUresult cb_issue_ahead_of_run(const struct cb_copy_req *rq)
         if (cb_fence_rerecord(&run->facts) != CUDA_SUCCESS && fe == CUDA_SUCCESS)
             fe = cb_flush_run(run, CB_WHY_flush_stream);
     }
-    cb_runs_unlock();
+    if (run)
+        cb_run_unlock(run);
     return fe != CUDA_SUCCESS ? fe : rc;
 }
 
@@ -202,29 +224,33 @@ void cb_forget_stream(CUstream s)
     if (cb_stream_kind(s, 0) != CB_SK_CREATED)
         return;
     struct cb_run_key key = {(uintptr_t)s, 0};
-    cb_runs_lock();
-    struct cb_run *run = cb_run_find(&key);
+    cb_store_lock();
+    struct cb_run *run = cb_store_find(&key);
     if (run) {
+        cb_run_lock(run);
         if (run->q.n > 0) /* queued between the flush and the destroy by another thread */
             cb_flush_run(run, CB_WHY_flush_stream);
-        cb_run_free(run);
+        cb_run_remove(run);
+        cb_run_unlock(run);
     }
-    cb_runs_unlock();
+    cb_store_unlock();
 }
 
 void cb_flush_thread_gone(void)
 {
-    cb_runs_lock();
     struct cb_run_key key = {(uintptr_t)CU_STREAM_PER_THREAD, (uintptr_t)pthread_self()};
-    struct cb_run *run = cb_run_find(&key);
+    cb_store_lock();
+    struct cb_run *run = cb_store_find(&key);
     if (run) {
+        cb_run_lock(run);
         run->facts.orphan = 1; /* its stream can no longer be named: side stream */
         if (run->q.n > 0)
             cb_flush_run(run, CB_WHY_flush_exit);
         cb_fence_legacy_join(&run->facts); /* nobody will join later: the legacy stream waits now */
-        cb_run_free(run);
+        cb_run_remove(run);
+        cb_run_unlock(run);
     }
-    cb_runs_unlock();
+    cb_store_unlock();
 }
 
 /* Rule 7, and the pace of a stream.  A look at a stream whose run holds copies
@@ -239,77 +265,95 @@ void cb_flush_thread_gone(void)
  *    least CUBATCH_FLUSH_US), so a long burst is looked at only a few times, and
  *    the program's last copy waits at most half as long again as the burst took;
  *  - in any case a run CUBATCH_MAX_WAIT_US old is submitted.
- * Run lock held.  Returns when the next look is due, 0 when none is. */
+ * No lock held: the store's lock is taken to go through the runs, each run's in
+ * turn.  Returns when the next look is due, 0 when none is. */
 uint64_t cb_flush_timer_look(uint64_t now)
 {
     uint64_t next = 0, g = cb_opt(CB_OPT_flush_us) * 1000u, max_wait = cb_opt(CB_OPT_max_wait_us) * 1000u;
     CB_COUNT(timer_looks);
     struct cb_run *run, *tmp;
+    cb_store_lock();
     CB_RUNS_EACH(run, tmp) {
-        if (!run->look_ns)
+        cb_run_lock(run);
+        struct cb_looks *l = &run->looks;
+        if (!l->look_ns) {
+            cb_run_unlock(run);
             continue;
-        if (now >= run->look_ns) {
-            uint64_t joined = run->issued - run->issued_looked, span = now - run->looked_ns;
-            run->issued_looked = run->issued;
-            run->looked_ns = now;
+        }
+        if (now >= l->look_ns) {
+            uint64_t joined = run->feed.issued - l->issued_looked, span = now - l->looked_ns;
+            l->issued_looked = run->feed.issued;
+            l->looked_ns = now;
             if (run->q.n > 0) {
                 if (joined && span / joined > cb_opt(CB_OPT_slow_ns)) {
                     cb_flush_run(run, CB_WHY_flush_slow);
-                    run->slow = 1;
-                    run->pace_ns = span / joined;
-                    run->last_copy_ns = now;
-                } else if (!joined || now - run->opened_ns >= max_wait) {
+                    run->pace.slow = 1;
+                    run->pace.pace_ns = span / joined;
+                    run->pace.last_copy_ns = now;
+                } else if (!joined || now - l->opened_ns >= max_wait) {
                     cb_flush_run(run, CB_WHY_flush_timer);
                 }
             }
             if (run->q.n == 0 && !joined) {
-                run->look_ns = 0; /* quiet: the looks end until its next run opens */
+                l->look_ns = 0; /* quiet: the looks end until its next run opens */
+                cb_run_unlock(run);
                 continue;
             }
-            uint64_t half = (now - run->burst_ns) / 2;
-            run->look_ns = now + (half > g ? half : g);
+            uint64_t half = (now - l->burst_ns) / 2;
+            l->look_ns = now + (half > g ? half : g);
         }
-        if (run->q.n > 0 && run->opened_ns + max_wait < run->look_ns)
-            run->look_ns = run->opened_ns + max_wait;
-        if (!next || run->look_ns < next)
-            next = run->look_ns;
+        if (run->q.n > 0 && l->opened_ns + max_wait < l->look_ns)
+            l->look_ns = l->opened_ns + max_wait;
+        if (!next || l->look_ns < next)
+            next = l->look_ns;
+        cb_run_unlock(run);
     }
+    cb_store_unlock();
     return next;
 }
 
 void cb_flush_exit(void)
 {
-    cb_runs_lock();
+    /* closed first: a copy that takes its run's lock after the flush below
+     * reached that run sees it and passes through */
+    atomic_store(&cb_flush_closed_flag, 1);
     flush_matching(CB_ALL_RUNS, CB_WHY_flush_exit);
-    cb_closed = 1;
-    cb_runs_unlock();
 }
 
 /* cubatch_set_enabled(0): copies pass through (copy.c reads this on the copy
  * path and again under the run lock, so that none joins a run after the flush
  * below). */
-static atomic_int cb_paused;
-
-int cb_flush_paused(void) { return atomic_load_explicit(&cb_paused, memory_order_acquire); }
+atomic_int cb_flush_paused_flag;
 
 CUresult cb_flush_set_enabled(int on)
 {
-    atomic_store(&cb_paused, !on);
+    atomic_store(&cb_flush_paused_flag, !on);
     if (on || cb_runs_locked_here())
         return CUDA_SUCCESS;
-    cb_runs_lock();
-    CUresult rc = flush_matching(CB_ALL_RUNS, CB_WHY_flush_exit);
-    cb_runs_unlock();
-    return rc;
+    return flush_matching(CB_ALL_RUNS, CB_WHY_flush_api);
 }
 
+/* Before fork: every run is flushed (the parent loses nothing), then the store,
+ * every run and the helpers' locks are held, so that the child inherits none
+ * half-changed; the child makes them anew. */
 void cb_flush_atfork_prepare(void)
 {
-    cb_runs_lock();
     flush_matching(CB_ALL_RUNS, CB_WHY_flush_exit); /* the parent loses nothing */
+    cb_runs_atfork_prepare();
+    cb_events_atfork_prepare();
+    cb_ptds_atfork_prepare();
+    cb_kernel_atfork_prepare();
+    cb_timer_atfork_prepare();
 }
 
-void cb_flush_atfork_parent(void) { cb_runs_unlock(); }
+void cb_flush_atfork_parent(void)
+{
+    cb_timer_atfork_parent();
+    cb_kernel_atfork_parent();
+    cb_ptds_atfork_parent();
+    cb_events_atfork_parent();
+    cb_runs_atfork_parent();
+}
 
 void cb_flush_atfork_child(void)
 {

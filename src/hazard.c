@@ -31,12 +31,9 @@ static int iset_overlaps(const struct cb_iset *s, uintptr_t lo, uintptr_t hi)
     return i < s->n && s->v[i].lo < hi;
 }
 
-int cb_iset_add(struct cb_iset *s, uintptr_t lo, uintptr_t hi)
+/* Not right after the last interval (hazard.h has that case inline). */
+int cb_iset_add_slow(struct cb_iset *s, uintptr_t lo, uintptr_t hi)
 {
-    if (s->n && s->v[s->n - 1].hi == lo) { /* the common case: right after the last */
-        s->v[s->n - 1].hi = hi;
-        return 0;
-    }
     if (s->n == s->cap) {
         size_t cap = s->cap ? 2 * s->cap : 16;
         struct cb_ival *v = realloc(s->v, cap * sizeof *v);
@@ -73,7 +70,8 @@ void cb_iset_free(struct cb_iset *s)
     *s = (struct cb_iset){0};
 }
 
-int cb_hazard(const struct cb_iset *writes, const struct cb_iset *reads, uintptr_t d, uintptr_t s, uintptr_t n)
+/* Some range inside a set's bounds (hazard.h decides the others inline). */
+int cb_hazard_slow(const struct cb_iset *writes, const struct cb_iset *reads, uintptr_t d, uintptr_t s, uintptr_t n)
 {
     return iset_overlaps(writes, s, s + n)     /* reads what a queued copy writes */
            || iset_overlaps(writes, d, d + n)  /* writes what a queued copy writes */

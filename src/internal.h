@@ -140,6 +140,9 @@ struct cb_class {
 };
 /* Returns 0 and fills *out, or -1 when the driver query failed. */
 int cb_classify(uintptr_t p, struct cb_class *out);
+/* Both sides of a copy, the same way (a copy's pair of allocations is usually
+ * the previous copy's: then no lookup at all). */
+int cb_classify_pair(uintptr_t dst, uintptr_t src, struct cb_class *d, struct cb_class *s);
 void cb_forget_classes(void); /* memory was freed, unmapped or (re)registered */
 
 /* ---- policy.c: which copies are worth deferring ---------------------------------- */
@@ -172,8 +175,10 @@ void cb_event_forget(CUevent e, CUresult rc);  /* after a destroy or an IPC hand
 void cb_event_foreign(CUevent *ph, CUresult rc); /* after an event opened from elsewhere */
 
 /* ---- timer.c: the bound on how long a run waits (rule 7) ---------------------- */
-/* A run opened on a quiet stream: look at it at `when` (run lock held). */
+/* A run opened on a quiet stream: look at it at `when` (its run lock held). */
 void cb_timer_arm(uint64_t when);
+void cb_timer_atfork_prepare(void); /* the due time's lock held across fork */
+void cb_timer_atfork_parent(void);
 void cb_timer_atfork_child(void); /* the child has no timer thread */
 
 /* ---- flush.c: submitting runs, and who asks for it ------------------------------ */
@@ -183,10 +188,7 @@ struct cb_copy_req;
 CUresult cb_flush_run(struct cb_run *run, enum cb_flush_why why);
 CUresult cb_flush_stream(CUstream s, int ptsz_entry, enum cb_flush_why why);
 CUresult cb_flush_legacy(void); /* every blocking stream's run: legacy-stream work follows */
-/* What a copy on stream s must follow on other streams (rule 3 and its mirror
- * image): blocking runs before a legacy-stream copy, legacy runs before a
- * blocking-stream copy.  Run lock held. */
-CUresult cb_flush_cross_locked(CUstream s, enum cb_stream_kind sk);
+/* cb_flush_cross (rule 3 between streams): run.h. */
 CUresult cb_flush_all(enum cb_flush_why why);
 /* Captures (CAPTURE_BEGIN/END rows of hooks.def): begin flushes the stream and
  * every legacy run; while one is under way nothing is deferred on the legacy
@@ -201,16 +203,19 @@ int cb_captures_active(void);
 CUresult cb_issue_ahead_of_run(const struct cb_copy_req *rq);
 void cb_forget_stream(CUstream s); /* destroyed: flush what slipped in, drop its run */
 void cb_flush_exit(void);          /* at exit: final flush, later copies pass through */
-int cb_flush_closed(void);         /* ... after which nothing is deferred */
+/* ... after which nothing is deferred (read on the copy path: inline) */
+extern atomic_int cb_flush_closed_flag;
+static inline int cb_flush_closed(void) { return atomic_load_explicit(&cb_flush_closed_flag, memory_order_acquire); }
 /* cubatch_set_enabled(): 0 submits every run, and nothing is deferred until 1
  * again; returns the first error of that flush. */
 CUresult cb_flush_set_enabled(int on);
-int cb_flush_paused(void);
+extern atomic_int cb_flush_paused_flag;
+static inline int cb_flush_paused(void) { return atomic_load_explicit(&cb_flush_paused_flag, memory_order_acquire); }
 void cb_flush_thread_gone(void);   /* a per-thread-stream owner exits */
 void cb_flush_atfork_prepare(void);
 void cb_flush_atfork_parent(void);
 void cb_flush_atfork_child(void);
-/* The timer's look (timer.c; run lock held): flush runs that stopped growing,
+/* The timer's look (timer.c; no lock held): flush runs that stopped growing,
  * grow too slowly or grew old; returns when the next look is due (0: none). */
 uint64_t cb_flush_timer_look(uint64_t now_ns);
 
@@ -242,7 +247,9 @@ void cb_stats_set_batching(int on, const char *reason);
 size_t cb_stats_json(char *buf, size_t len);
 
 /* ---- config.c: options ------------------------------------------------------------ */
-uint64_t cb_opt(enum cb_option_id id);
+/* Read on the copy path: inline, one load. */
+extern uint64_t cb_opt_values[CB_OPTION_COUNT];
+static inline uint64_t cb_opt(enum cb_option_id id) { return cb_opt_values[id]; }
 const char *cb_opt_str(enum cb_option_id id);
 /* An option's value was found unusable after loading (e.g. the policy): its
  * default stays, and the option dump says so. */

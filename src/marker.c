@@ -30,13 +30,21 @@
 #include "run.h"
 #include "stats.h"
 
-/* The run holding e's latest record goes out (lock held). */
+/* The run holding e's latest record goes out (no run lock held).  The holder
+ * is read from the event table, then checked again under its own lock: it may
+ * have gone out meanwhile, or been removed (runs are never freed, run.c). */
 static CUresult flush_holder(CUevent e)
 {
-    struct cb_event *ev = cb_event_find(e);
-    if (!ev || !ev->run)
+    struct cb_event info;
+    if (cb_event_info(e, &info) || !info.run)
         return CUDA_SUCCESS;
-    return cb_flush_run(ev->run, CB_WHY_flush_event); /* clears ev->run (run.c) */
+    struct cb_run *run = info.run;
+    CUresult rc = CUDA_SUCCESS;
+    cb_run_lock(run);
+    if (cb_event_held_by(e, run))
+        rc = cb_flush_run(run, CB_WHY_flush_event); /* clears the holder (run.c) */
+    cb_run_unlock(run);
+    return rc;
 }
 
 static CUresult first_error(CUresult a, CUresult b) { return a != CUDA_SUCCESS ? a : b; }
@@ -51,33 +59,45 @@ CUresult cb_marker_record(int hook, int ptsz, CUevent e, CUstream s, unsigned in
     if (sk != CB_SK_CREATED && (!cb_drv.cuCtxGetCurrent || cb_drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS))
         cur = NULL;
     struct cb_run_key key = cb_run_key_of(s, sk, cur);
-    cb_runs_lock();
     CUresult rc = CUDA_SUCCESS;
-    struct cb_event *ev = cb_event_find(e);
-    struct cb_run *run = cb_run_find(&key);
+    struct cb_event info, *ev = cb_event_info(e, &info) ? NULL : &info;
     int safe = ev && !(ev->flags & CU_EVENT_INTERPROCESS) && flags == 0 && !cb_flush_closed() && !cb_flush_paused();
-    int defer = safe && run && run->q.n > 0 && ev->ctx == run->facts.ctx &&
-                (sk == CB_SK_CREATED || cur == run->facts.ctx);
-    /* A new record of the event: its older one must reach the driver first. */
-    if (ev && ev->run && !(defer && ev->run == run))
-        rc = flush_holder(e);
-    if (defer) {
-        /* the record follows what rule 3 orders it after, as the run's copies do */
-        rc = first_error(rc, cb_flush_cross_locked(s, sk));
-        struct cb_marker m = {e, s, flags, (unsigned char)hook};
-        if (run->q.n > 0 && !cb_run_mark(run, &m)) {
-            ev->run = run;
-            cb_run_set_active(run);
-            CB_COUNT(markers);
-            *queued = 1;
-            cb_runs_unlock();
-            return rc;
+    if (safe) {
+        /* the record follows what rule 3 orders it after, as the run's copies
+         * do: before its run's lock is taken (run.c) */
+        rc = cb_flush_cross(s, sk);
+        for (int tries = 0; tries < 3; tries++) {
+            struct cb_run *run = cb_run_lock_key(&key, 0, NULL);
+            int defer = run && run->q.n > 0 && ev->ctx == run->facts.ctx &&
+                        (sk == CB_SK_CREATED || cur == run->facts.ctx);
+            int held_elsewhere = 0;
+            struct cb_marker m = {e, s, flags, (unsigned char)hook};
+            if (defer && !cb_run_mark(run, &m)) {
+                if (!cb_event_claim(e, run)) {
+                    cb_run_set_active(run);
+                    CB_COUNT(markers);
+                    *queued = 1;
+                    cb_run_unlock(run);
+                    return rc;
+                }
+                run->q.nmarks--; /* an older record sits in another run */
+                held_elsewhere = 1;
+            }
+            if (run)
+                cb_run_unlock(run);
+            if (!held_elsewhere)
+                break;
+            /* A new record of the event: its older one must reach the driver
+             * first (with no run lock held: one run lock at a time). */
+            rc = first_error(rc, flush_holder(e));
         }
     }
-    cb_runs_unlock();
     /* Not queued (an empty run, say: the record right after a burst's first
-     * copy).  A record that could have been does not end the burst either, so
+     * copy): an older record of the event goes first, then the stream's run.
+     * A record that could have been queued does not end the burst either, so
      * that copy, record, copy, record... still batches. */
+    if (ev)
+        rc = first_error(rc, flush_holder(e));
     return first_error(rc, cb_flush_stream(s, ptsz, safe ? CB_WHY_flush_wait : CB_WHY_flush_stream));
 }
 
@@ -85,11 +105,9 @@ CUresult cb_event_observe(CUevent a, CUevent b)
 {
     if (cb_runs_locked_here() || !cb_runs_marked())
         return CUDA_SUCCESS;
-    cb_runs_lock();
     CUresult rc = flush_holder(a);
     if (b)
         rc = first_error(rc, flush_holder(b));
-    cb_runs_unlock();
     return rc;
 }
 
@@ -103,13 +121,15 @@ CUresult cb_flush_graph_launch(CUstream s, int ptsz)
 {
     CUresult rc = CUDA_SUCCESS;
     if (!cb_runs_locked_here() && cb_runs_marked()) {
-        cb_runs_lock();
         struct cb_run *run, *tmp;
+        cb_store_lock();
         CB_RUNS_EACH(run, tmp) {
+            cb_run_lock(run);
             if (run->q.nmarks > 0)
                 rc = first_error(rc, cb_flush_run(run, CB_WHY_flush_event));
+            cb_run_unlock(run);
         }
-        cb_runs_unlock();
+        cb_store_unlock();
     }
     return first_error(rc, cb_flush_stream(s, ptsz, CB_WHY_flush_stream));
 }
@@ -118,7 +138,6 @@ CUresult cb_flush_launch_config(const CUlaunchConfig *cfg, int ptsz)
 {
     CUresult rc = CUDA_SUCCESS;
     if (cfg && cfg->attrs && !cb_runs_locked_here() && cb_runs_marked()) {
-        cb_runs_lock();
         for (unsigned int i = 0; i < cfg->numAttrs; i++) {
             const CUlaunchAttribute *a = &cfg->attrs[i];
             if (a->id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT)
@@ -126,7 +145,6 @@ CUresult cb_flush_launch_config(const CUlaunchConfig *cfg, int ptsz)
             else if (a->id == CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT)
                 rc = first_error(rc, flush_holder(a->value.launchCompletionEvent.event));
         }
-        cb_runs_unlock();
     }
     return first_error(rc, cb_flush_stream(cfg ? cfg->hStream : NULL, ptsz, CB_WHY_flush_stream));
 }
@@ -138,18 +156,14 @@ void cb_event_created(CUevent *ph, unsigned int flags, CUresult rc)
     CUcontext cur = NULL;
     if (!cb_drv.cuCtxGetCurrent || cb_drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || !cur)
         return; /* unknown: its records pass through */
-    cb_runs_lock();
     cb_event_add(*ph, flags, cur);
-    cb_runs_unlock();
 }
 
 void cb_event_forget(CUevent e, CUresult rc)
 {
     if (rc != CUDA_SUCCESS || !e || cb_runs_locked_here())
         return;
-    cb_runs_lock();
     cb_event_drop(e); /* its handle may come back for another event */
-    cb_runs_unlock();
 }
 
 void cb_event_foreign(CUevent *ph, CUresult rc)

@@ -13,8 +13,12 @@
  * next call on it.  Why this keeps the order, and what it costs: docs/design.md
  * rule 4.
  *
- * Callers hold the run lock (run.c), which also guards the per-context state
- * kept here. */
+ * Callers hold the lock of the run they submit (run.c).  The per-context state
+ * kept here is shared by every run of the context, which may go out at once
+ * from several threads: it has its own lock, a leaf (held for the table and the
+ * pools, and while a context's side stream is created; never while taking
+ * another).  Two runs going out on one side stream at once only add waits to
+ * each other: a stream runs its work in order. */
 #include "ptds.h"
 #include "stats.h"
 
@@ -30,6 +34,7 @@ struct cb_ctxstate {
     size_t npool, cap;
 };
 static struct cb_ctxstate *cb_ctxs;
+static pthread_mutex_t cb_ctxs_mu = PTHREAD_MUTEX_INITIALIZER;
 
 CUresult cb_ctx_enter(CUcontext ctx, struct cb_ctx_guard *g)
 {
@@ -52,6 +57,7 @@ void cb_ctx_leave(struct cb_ctx_guard *g)
     g->pushed = 0;
 }
 
+/* cb_ctxs_mu held. */
 static struct cb_ctxstate *ctx_state(CUcontext ctx)
 {
     struct cb_ctxstate *c;
@@ -67,11 +73,14 @@ static struct cb_ctxstate *ctx_state(CUcontext ctx)
 }
 
 /* ctx must be current. */
-static CUevent event_get(struct cb_ctxstate *c)
+static CUevent event_get(CUcontext ctx)
 {
-    if (c->npool)
-        return c->pool[--c->npool];
-    CUevent e = NULL;
+    pthread_mutex_lock(&cb_ctxs_mu);
+    struct cb_ctxstate *c = ctx_state(ctx);
+    CUevent e = c && c->npool ? c->pool[--c->npool] : NULL;
+    pthread_mutex_unlock(&cb_ctxs_mu);
+    if (e)
+        return e;
     if (!cb_drv.cuEventCreate || cb_drv.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
         return NULL;
     return e;
@@ -79,26 +88,26 @@ static CUevent event_get(struct cb_ctxstate *c)
 
 static void event_put(CUcontext ctx, CUevent e)
 {
+    if (!e)
+        return;
+    pthread_mutex_lock(&cb_ctxs_mu);
     struct cb_ctxstate *c = ctx_state(ctx);
-    if (!e || !c)
-        return; /* out of memory: leak one event rather than fail */
-    if (c->npool == c->cap) {
+    if (c && c->npool == c->cap) {
         size_t cap = c->cap ? 2 * c->cap : 8;
         CUevent *p = realloc(c->pool, cap * sizeof *p);
-        if (!p)
-            return;
-        c->pool = p;
-        c->cap = cap;
+        if (p) {
+            c->pool = p;
+            c->cap = cap;
+        }
     }
-    c->pool[c->npool++] = e;
+    if (c && c->npool < c->cap) /* else out of memory: leak one event rather than fail */
+        c->pool[c->npool++] = e;
+    pthread_mutex_unlock(&cb_ctxs_mu);
 }
 
 CUresult cb_fence_open(struct cb_stream_facts *f)
 {
-    struct cb_ctxstate *c = ctx_state(f->ctx);
-    if (!c)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    f->fence.ev_start = event_get(c);
+    f->fence.ev_start = event_get(f->ctx);
     if (!f->fence.ev_start)
         return CUDA_ERROR_OUT_OF_MEMORY;
     CUresult rc = cb_fence_rerecord(f);
@@ -155,15 +164,15 @@ CUresult cb_fence_owner_join(struct cb_stream_facts *f)
 }
 
 /* The context's side stream, created on first use (ctx current). */
-static CUresult side_stream(CUcontext ctx, struct cb_ctxstate **out)
+static CUresult side_stream(CUcontext ctx, CUstream *out)
 {
+    pthread_mutex_lock(&cb_ctxs_mu);
     struct cb_ctxstate *c = ctx_state(ctx);
-    if (!c)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    CUresult rc = CUDA_SUCCESS;
-    if (!c->side && (rc = cb_drv.cuStreamCreate(&c->side, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS)
+    CUresult rc = c ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+    if (c && !c->side && (rc = cb_drv.cuStreamCreate(&c->side, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS)
         c->side = NULL;
-    *out = c;
+    *out = c ? c->side : NULL;
+    pthread_mutex_unlock(&cb_ctxs_mu);
     return rc;
 }
 
@@ -173,52 +182,48 @@ CUresult cb_side_begin(struct cb_stream_facts *f, CUstream *side, struct cb_ctx_
     CUresult rc = cb_ctx_enter(f->ctx, g);
     if (rc != CUDA_SUCCESS)
         return rc;
-    struct cb_ctxstate *c;
-    if ((rc = side_stream(f->ctx, &c)) != CUDA_SUCCESS) {
+    if ((rc = side_stream(f->ctx, side)) != CUDA_SUCCESS) {
+        *side = NULL;
         cb_ctx_leave(g);
         return rc;
     }
-    *side = c->side;
-    return f->fence.ev_start ? cb_drv.cuStreamWaitEvent(c->side, f->fence.ev_start, 0) : CUDA_SUCCESS;
+    return f->fence.ev_start ? cb_drv.cuStreamWaitEvent(*side, f->fence.ev_start, 0) : CUDA_SUCCESS;
 }
 
 /* `from` waits for everything submitted to `to` so far (ctx current). */
-static CUresult order_after(struct cb_ctxstate *c, CUstream to, CUstream from)
+static CUresult order_after(CUcontext ctx, CUstream to, CUstream from)
 {
-    CUevent e = event_get(c);
+    CUevent e = event_get(ctx);
     if (!e)
         return CUDA_ERROR_OUT_OF_MEMORY;
     CUresult rc = cb_drv.cuEventRecord(e, from);
     if (rc == CUDA_SUCCESS)
         rc = cb_drv.cuStreamWaitEvent(to, e, 0);
     /* a wait already enqueued keeps the state the event had: it may be reused */
-    event_put(c->ctx, e);
+    event_put(ctx, e);
     return rc;
 }
 
 CUresult cb_side_legacy_begin(const struct cb_stream_facts *f, CUstream *side)
 {
-    struct cb_ctxstate *c;
+    CUstream s = NULL;
     *side = NULL;
-    CUresult rc = side_stream(f->ctx, &c);
+    CUresult rc = side_stream(f->ctx, &s);
     if (rc == CUDA_SUCCESS)
-        rc = order_after(c, c->side, CU_STREAM_LEGACY);
+        rc = order_after(f->ctx, s, CU_STREAM_LEGACY);
     if (rc == CUDA_SUCCESS)
-        *side = c->side;
+        *side = s;
     return rc;
 }
 
 CUresult cb_side_legacy_end(const struct cb_stream_facts *f, CUstream side)
 {
-    struct cb_ctxstate *c;
-    CUresult rc = side_stream(f->ctx, &c);
-    return rc == CUDA_SUCCESS ? order_after(c, CU_STREAM_LEGACY, side) : rc;
+    return order_after(f->ctx, CU_STREAM_LEGACY, side);
 }
 
 CUresult cb_side_end(struct cb_stream_facts *f, CUstream side, CUresult begun, struct cb_ctx_guard *g)
 {
-    struct cb_ctxstate *c = ctx_state(f->ctx);
-    CUevent done = c ? event_get(c) : NULL;
+    CUevent done = event_get(f->ctx);
     CUresult rc = !done ? CUDA_ERROR_OUT_OF_MEMORY : begun != CUDA_SUCCESS ? begun : cb_drv.cuEventRecord(done, side);
     cb_fence_release(f);
     if (f->fence.ev_join) /* an earlier side submission the owner never joined: the new one follows it */
@@ -240,6 +245,7 @@ CUresult cb_side_end(struct cb_stream_facts *f, CUstream side, CUresult begun, s
 static void drop_contexts(CUcontext ctx, int all)
 {
     struct cb_ctxstate *c, *tmp;
+    pthread_mutex_lock(&cb_ctxs_mu);
     HASH_ITER(hh, cb_ctxs, c, tmp) {
         if (all || c->ctx == ctx) {
             HASH_DEL(cb_ctxs, c);
@@ -247,8 +253,16 @@ static void drop_contexts(CUcontext ctx, int all)
             free(c);
         }
     }
+    pthread_mutex_unlock(&cb_ctxs_mu);
 }
 
 void cb_forget_context_helpers(CUcontext ctx) { drop_contexts(ctx, 0); }
 
-void cb_ptds_atfork_child(void) { drop_contexts(NULL, 1); }
+void cb_ptds_atfork_prepare(void) { pthread_mutex_lock(&cb_ctxs_mu); }
+void cb_ptds_atfork_parent(void) { pthread_mutex_unlock(&cb_ctxs_mu); }
+
+void cb_ptds_atfork_child(void)
+{
+    pthread_mutex_init(&cb_ctxs_mu, NULL);
+    drop_contexts(NULL, 1);
+}

@@ -34,6 +34,8 @@ CUresult cb_side_legacy_begin(const struct cb_stream_facts *f, CUstream *side);
 CUresult cb_side_legacy_end(const struct cb_stream_facts *f, CUstream side);
 /* A context is gone: its helpers (side stream, events) died with it. */
 void cb_forget_context_helpers(CUcontext ctx);
+void cb_ptds_atfork_prepare(void); /* the helpers' lock held across fork */
+void cb_ptds_atfork_parent(void);
 void cb_ptds_atfork_child(void); /* the child has no CUDA state of its own */
 
 #endif /* CUBATCH_PTDS_H */

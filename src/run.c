@@ -1,84 +1,127 @@
 /* run.c - the store of runs: one per stream, keyed by stream handle, a
  * per-thread default stream by (handle CU_STREAM_PER_THREAD, owning thread).
  *
- * One mutex guards all runs.  The copy path takes it once per copy
- * (uncontended: a few tens of ns); submissions happen under it too, so a run is
- * never submitted twice or half-way.  The program's own calls are always
- * forwarded outside it.
+ * Locks.  Threads copying on different streams never wait for each other here:
+ *  - each run has its own lock, held while its copies are queued and while it is
+ *    submitted (so a run is never submitted twice or half-way); the program's
+ *    own calls are always forwarded outside every run lock;
+ *  - the store's lock guards the table: taken to create a run, to find one the
+ *    thread's last-run cache does not hold, to remove one and to iterate (a
+ *    context-wide flush, the legacy rules, the timer, exit, fork);
+ *  - the copy path finds its run in the thread's cache and locks it without the
+ *    store's lock, then checks under the run lock that the run is still in the
+ *    table under that key (a removed run is marked dead and may come back for
+ *    another key; either way the cache misses);
+ *  - runs are never freed while the process lives: a removed run is cleared and
+ *    kept for reuse, so a stale pointer (a thread's cache, an event's holder in
+ *    event.c) is always safe to lock; finding another key or no marker there
+ *    costs at most an extra flush.
+ * Deadlock-free because every thread takes locks in one order, store -> run ->
+ * helpers, and holds at most one run lock:
+ *  - whatever must flush other runs (rule 3's cross flushes, a marker whose
+ *    older record sits in another run, context-wide flushes, capture begin) does
+ *    so before taking its own run's lock, one run at a time; so no thread ever
+ *    waits for a run lock while holding another (fork's prepare handler, which
+ *    takes them all in table order, holds the store lock first, so nobody else
+ *    iterating can hold one of them while waiting for the store);
+ *  - no path takes the store lock while holding a run lock (a lookup is made
+ *    with no run lock held);
+ *  - the helpers' locks (event.c's table, ptds.c's side streams and event pools,
+ *    engine_kernel.c's modules, timer.c's due time, smwork.c) are leaves: taken
+ *    under a run lock or none, and nothing is locked while one is held;
+ *  - a driver call made under a run lock that comes back into a wrapper (a host
+ *    function run during a synchronization) sees cb_runs_locked_here() and
+ *    passes through, taking nothing.
  *
  * A run caches what it learned about its stream when it opened (capturing?
  * blocking? context, device); these can only change through calls that name the
  * stream, and every such call flushes the run first, so the next copy re-opens
  * it and asks again (rule 2).  A destroyed stream's handle may come back for a
- * new stream: its run was flushed and dropped at destroy (flush.c). */
+ * new stream: its run was flushed and removed at destroy (flush.c). */
 #include "run.h"
 
+#include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
-/* Adaptive: a thread that finds it taken spins briefly before sleeping, as the
+/* Adaptive: a thread that finds one taken spins briefly before sleeping, as the
  * holder is usually done within a microsecond. */
-static pthread_mutex_t cb_runs_mutex = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
+static pthread_mutex_t cb_store_mu = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
 struct cb_run *cb_run_table;
+static struct cb_run *cb_free_runs; /* removed runs, kept for reuse (store lock) */
 /* Runs that hold copies, a pending join or a pending error.  Zero lets every
- * flush trigger return without taking the lock. */
+ * flush trigger return without taking a lock. */
 static atomic_int cb_active;
 static atomic_int cb_nonempty; /* runs holding copies: what the timer waits for */
 static atomic_int cb_legacy_nonempty; /* legacy-stream runs holding copies */
+static atomic_int cb_blocking_active; /* active runs of blocking streams, the legacy one's not */
 static atomic_int cb_marked; /* runs holding markers (rule 11): what event observers look for */
-/* Bumped whenever a run is freed: validates the per-thread last-run cache. */
-static uint64_t cb_runs_epoch = 1;
-/* Set while this thread holds the lock: a driver call made from inside a
- * submission that comes back into a wrapper must not try to flush again. */
-static CB_TLS int cb_tls_locked;
+/* Run locks this thread holds: a driver call made from inside a submission that
+ * comes back into a wrapper must not try to flush again. */
+CB_TLS int cb_tls_held;
 
-struct cb_last { struct cb_run *run; uintptr_t stream; uint64_t epoch; };
-static CB_TLS struct cb_last cb_tls_last;
+/* The thread's last few runs (a thread often alternates between two streams,
+ * one per direction, say): found here, a run is locked without the store's
+ * lock, then checked under its own (holds_key). */
+#define CB_LAST_RUNS 4
+struct cb_last { struct cb_run *run; uintptr_t stream, owner; };
+static CB_TLS struct cb_last cb_tls_last[CB_LAST_RUNS];
+static CB_TLS unsigned cb_tls_last_next;
 
-void cb_runs_lock(void)
+static void mutex_init(pthread_mutex_t *m)
 {
-    pthread_mutex_lock(&cb_runs_mutex);
-    cb_tls_locked = 1;
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
+    pthread_mutex_init(m, &a);
+    pthread_mutexattr_destroy(&a);
 }
 
-int cb_runs_trylock(void)
+/* The run lock's slow path (run.h has the fast one): spin briefly, as the holder
+ * is usually done within a microsecond, then sleep on the futex word marked 2
+ * ("waiters"), so that the unlock knows to wake one. */
+void cb_run_lock_wait(atomic_int *mu)
 {
-    if (pthread_mutex_trylock(&cb_runs_mutex))
-        return -1;
-    cb_tls_locked = 1;
-    return 0;
+    for (int i = 0; i < 100; i++) {
+        int free_ = 0;
+        if (atomic_load_explicit(mu, memory_order_relaxed) == 0 &&
+            atomic_compare_exchange_weak_explicit(mu, &free_, 1, memory_order_acquire, memory_order_relaxed))
+            return;
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+    while (atomic_exchange_explicit(mu, 2, memory_order_acquire) != 0)
+        syscall(SYS_futex, mu, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
 }
 
-void cb_runs_unlock(void)
-{
-    cb_tls_locked = 0;
-    pthread_mutex_unlock(&cb_runs_mutex);
-}
+void cb_run_lock_wake(atomic_int *mu) { syscall(SYS_futex, mu, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0); }
 
-int cb_runs_locked_here(void) { return cb_tls_locked; }
+void cb_store_lock(void) { pthread_mutex_lock(&cb_store_mu); }
+void cb_store_unlock(void) { pthread_mutex_unlock(&cb_store_mu); }
+
 
 int cb_runs_active(void) { return atomic_load_explicit(&cb_active, memory_order_acquire) > 0; }
 int cb_runs_nonempty(void) { return atomic_load(&cb_nonempty) > 0; }
 int cb_runs_legacy_pending(void) { return atomic_load_explicit(&cb_legacy_nonempty, memory_order_acquire) > 0; }
+int cb_runs_blocking_active(void) { return atomic_load_explicit(&cb_blocking_active, memory_order_acquire) > 0; }
 int cb_runs_marked(void) { return atomic_load_explicit(&cb_marked, memory_order_acquire) > 0; }
-
-struct cb_run_key cb_run_key_of(CUstream s, enum cb_stream_kind sk, CUcontext ctx)
-{
-    if (sk == CB_SK_PER_THREAD)
-        return (struct cb_run_key){(uintptr_t)CU_STREAM_PER_THREAD, (uintptr_t)pthread_self()};
-    if (sk == CB_SK_LEGACY) /* one legacy stream per context */
-        return (struct cb_run_key){(uintptr_t)CU_STREAM_LEGACY, (uintptr_t)ctx};
-    return (struct cb_run_key){(uintptr_t)s, 0};
-}
 
 void cb_run_set_active(struct cb_run *run)
 {
     /* a warm stream counts too, so that a call naming it (which ends the burst)
      * takes the lock and says so */
-    int a = run->q.n > 0 || run->facts.fence.ev_join != NULL || run->pending != CUDA_SUCCESS || run->warm;
+    int a = run->q.n > 0 || run->facts.fence.ev_join != NULL || run->pending != CUDA_SUCCESS || run->pace.warm;
     if (a != run->active) {
         atomic_fetch_add(&cb_active, a ? 1 : -1);
         run->active = a;
+    }
+    int b = a && (run->facts.blocking || run->facts.ptds) && !run->facts.legacy;
+    if (b != run->blocking_active) {
+        atomic_fetch_add(&cb_blocking_active, b ? 1 : -1);
+        run->blocking_active = b;
     }
     int q = run->q.n > 0;
     if (q != run->queued) {
@@ -94,28 +137,19 @@ void cb_run_set_active(struct cb_run *run)
     }
 }
 
-void cb_run_free(struct cb_run *run)
+/* Out of the counts, out of the table, emptied: kept for reuse. */
+void cb_run_remove(struct cb_run *run)
 {
+    run->q.n = 0;
+    cb_run_clear(run);
+    run->pending = CUDA_SUCCESS;
+    run->pace.warm = 0;
+    run->facts.fence.ev_join = NULL;
+    cb_run_set_active(run);
     HASH_DEL(cb_run_table, run);
-    if (run->active)
-        atomic_fetch_sub(&cb_active, 1);
-    if (run->queued) {
-        atomic_fetch_sub(&cb_nonempty, 1);
-        if (run->facts.legacy)
-            atomic_fetch_sub(&cb_legacy_nonempty, 1);
-    }
-    if (run->marked)
-        atomic_fetch_sub(&cb_marked, 1);
-    free(run->q.marks);
-    free(run->q.dsts);
-    free(run->q.srcs);
-    free(run->q.sizes);
-    free(run->q.hooks);
-    free(run->q.streams);
-    cb_iset_free(&run->writes);
-    cb_iset_free(&run->reads);
-    free(run);
-    cb_runs_epoch++;
+    run->live = 0;
+    run->next_free = cb_free_runs;
+    cb_free_runs = run;
 }
 
 int cb_run_is_owner(const struct cb_run *run)
@@ -132,28 +166,78 @@ int cb_stream_blocking(CUstream s, enum cb_stream_kind sk)
            !(flags & CU_STREAM_NON_BLOCKING); /* when unsure: blocking (more flushes, never fewer) */
 }
 
-struct cb_run *cb_run_find(const struct cb_run_key *key)
+struct cb_run *cb_store_find(const struct cb_run_key *key)
 {
-    struct cb_last *last = &cb_tls_last;
-    if (last->run && last->epoch == cb_runs_epoch && last->stream == key->stream &&
-        last->run->key.owner == key->owner)
-        return last->run;
     struct cb_run *run;
     HASH_FIND(hh, cb_run_table, key, sizeof *key, run);
-    if (run)
-        *last = (struct cb_last){run, key->stream, cb_runs_epoch};
     return run;
 }
 
-struct cb_run *cb_run_create(const struct cb_run_key *key)
+/* A new run for key, or a removed one made new (store lock held). */
+static struct cb_run *store_create(const struct cb_run_key *key)
 {
-    struct cb_run *run = calloc(1, sizeof *run);
-    if (!run)
-        return NULL;
+    struct cb_run *run = cb_free_runs;
+    if (run) {
+        cb_free_runs = run->next_free;
+        /* everything but its lock and the storage of its arrays */
+        struct cb_copies q = run->q;
+        struct cb_iset w = run->writes, r = run->reads;
+        cb_run_lock(run); /* a stale pointer's holder may be looking at it */
+        memset(&run->key, 0, sizeof *run - offsetof(struct cb_run, key));
+        run->q = (struct cb_copies){.dsts = q.dsts, .srcs = q.srcs, .sizes = q.sizes, .hooks = q.hooks,
+                                    .streams = q.streams, .cap = q.cap, .marks = q.marks, .capmarks = q.capmarks};
+        run->writes = (struct cb_iset){w.v, 0, w.cap};
+        run->reads = (struct cb_iset){r.v, 0, r.cap};
+    } else {
+        if (!(run = calloc(1, sizeof *run)))
+            return NULL;
+        cb_run_lock(run);
+    }
     run->key = *key;
     run->facts.legacy = key->stream == (uintptr_t)CU_STREAM_LEGACY;
     run->facts.ptds = key->owner != 0 && !run->facts.legacy;
+    run->live = 1;
+    cb_run_unlock(run);
     HASH_ADD(hh, cb_run_table, key, sizeof run->key, run);
+    return run;
+}
+
+static int holds_key(const struct cb_run *run, const struct cb_run_key *key)
+{
+    return run->live && run->key.stream == key->stream && run->key.owner == key->owner;
+}
+
+struct cb_run *cb_run_lock_key(const struct cb_run_key *key, int create, int *created)
+{
+    struct cb_run *run;
+    if (created)
+        *created = 0;
+    for (unsigned i = 0; i < CB_LAST_RUNS; i++) {
+        struct cb_last *last = &cb_tls_last[i];
+        if (!last->run || last->stream != key->stream || last->owner != key->owner)
+            continue;
+        run = last->run;
+        cb_run_lock(run);
+        if (CB_LIKELY(holds_key(run, key)))
+            return run;
+        cb_run_unlock(run);
+        last->run = NULL;
+        break;
+    }
+    for (;;) {
+        cb_store_lock();
+        run = cb_store_find(key);
+        if (!run && create && (run = store_create(key)) && created)
+            *created = 1;
+        cb_store_unlock();
+        if (!run)
+            return NULL;
+        cb_run_lock(run);
+        if (holds_key(run, key))
+            break;
+        cb_run_unlock(run); /* removed in between (its stream destroyed by another thread): again */
+    }
+    cb_tls_last[cb_tls_last_next++ % CB_LAST_RUNS] = (struct cb_last){run, key->stream, key->owner};
     return run;
 }
 
@@ -164,7 +248,8 @@ void cb_run_clear(struct cb_run *run)
     run->q.nmarks = 0;
     run->writes.n = 0;
     run->reads.n = 0;
-    run->has_h2d = 0;
+    run->feed.has_h2d = 0;
+    run->feed.chunk_shape = 0;
     run->q.has_host = 0;
 }
 
@@ -227,11 +312,12 @@ int cb_run_open(struct cb_run *run, CUstream stream)
         f->device = dev;
     }
     uint64_t now = cb_now_ns();
-    run->opened_ns = now;
-    if (!run->look_ns) { /* the stream was quiet: the timer's looks begin */
-        run->burst_ns = run->looked_ns = now;
-        run->look_ns = now + cb_opt(CB_OPT_flush_us) * 1000u;
-        run->issued_looked = run->issued;
+    struct cb_looks *l = &run->looks;
+    l->opened_ns = now;
+    if (!l->look_ns) { /* the stream was quiet: the timer's looks begin */
+        l->burst_ns = l->looked_ns = now;
+        l->look_ns = now + cb_opt(CB_OPT_flush_us) * 1000u;
+        l->issued_looked = run->feed.issued;
     }
     return 0;
 }
@@ -259,11 +345,6 @@ static int run_grow(struct cb_run *run)
     return 0;
 }
 
-int cb_run_hazard(const struct cb_run *run, const struct cb_copy_req *rq)
-{
-    return cb_hazard(&run->writes, &run->reads, rq->dst, rq->src, rq->bytes);
-}
-
 int cb_run_append(struct cb_run *run, const struct cb_copy_req *rq)
 {
     if (run->q.n == run->q.cap && run_grow(run))
@@ -277,8 +358,8 @@ int cb_run_append(struct cb_run *run, const struct cb_copy_req *rq)
     run->q.sizes[i] = rq->bytes;
     run->q.hooks[i] = (unsigned char)rq->hook;
     run->q.streams[i] = rq->stream;
-    run->issued++;
-    run->has_h2d |= rq->scls.kind == CB_MEM_HOST && rq->dcls.kind != CB_MEM_HOST;
+    run->feed.issued++;
+    run->feed.has_h2d |= rq->scls.kind == CB_MEM_HOST && rq->dcls.kind != CB_MEM_HOST;
     run->q.has_host |= rq->scls.kind == CB_MEM_HOST || rq->dcls.kind == CB_MEM_HOST;
     run->q.kernel_ok = (i == 0 || run->q.kernel_ok) && rq->kernel_ok;
     return 0;
@@ -301,36 +382,61 @@ int cb_run_mark(struct cb_run *run, const struct cb_marker *m)
 void cb_forget_context_runs(CUcontext ctx)
 {
     struct cb_run *run, *tmp;
+    cb_store_lock();
     CB_RUNS_EACH(run, tmp) {
+        cb_run_lock(run);
         if (run->q.n == 0 && run->facts.ctx == ctx) {
             /* its events died with the context */
             run->facts.fence.ev_join = NULL;
             run->facts.fence.ev_start = NULL;
             cb_run_set_active(run);
         }
+        cb_run_unlock(run);
     }
+    cb_store_unlock();
+}
+
+void cb_runs_atfork_prepare(void)
+{
+    struct cb_run *run, *tmp;
+    cb_store_lock();
+    CB_RUNS_EACH(run, tmp)
+        cb_run_lock(run);
+}
+
+void cb_runs_atfork_parent(void)
+{
+    struct cb_run *run, *tmp;
+    CB_RUNS_EACH(run, tmp)
+        cb_run_unlock(run);
+    cb_store_unlock();
 }
 
 void cb_runs_atfork_child(void)
 {
-    /* The child starts with empty queues and no CUDA state of its own. */
+    /* The child starts with empty queues and no CUDA state of its own; every
+     * lock is made anew (only this thread survived the fork). */
     struct cb_run *run, *tmp;
-    HASH_ITER(hh, cb_run_table, run, tmp) {
-        run->active = 0;
-        run->queued = 0;
-        run->marked = 0;
-        cb_run_free(run);
+    CB_RUNS_EACH(run, tmp) {
+        run->active = run->queued = run->marked = run->blocking_active = 0;
+        run->q.nmarks = 0; /* the event table is dropped below */
+        HASH_DEL(cb_run_table, run);
+        run->live = 0;
+        run->next_free = cb_free_runs;
+        cb_free_runs = run;
+    }
+    for (run = cb_free_runs; run; run = run->next_free) {
+        run->q.n = 0;
+        run->writes.n = run->reads.n = 0;
+        atomic_store(&run->mu, 0);
     }
     atomic_store(&cb_active, 0);
     atomic_store(&cb_nonempty, 0);
     atomic_store(&cb_legacy_nonempty, 0);
+    atomic_store(&cb_blocking_active, 0);
     atomic_store(&cb_marked, 0);
     cb_events_atfork_child();
-    cb_tls_last.run = NULL;
-    pthread_mutexattr_t a;
-    pthread_mutexattr_init(&a);
-    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
-    pthread_mutex_init(&cb_runs_mutex, &a);
-    pthread_mutexattr_destroy(&a);
-    cb_tls_locked = 0;
+    memset(cb_tls_last, 0, sizeof cb_tls_last);
+    mutex_init(&cb_store_mu);
+    cb_tls_held = 0;
 }

@@ -16,29 +16,53 @@ struct cb_run_key {
                        * context for a legacy stream, else 0 */
 };
 
-struct cb_run {
-    UT_hash_handle hh;
-    struct cb_run_key key;
-    struct cb_stream_facts facts; /* learned when the run opened (cb_run_open) */
-    struct cb_copies q;           /* the queued copies */
-    struct cb_iset writes, reads; /* what they write and read (hazard.c) */
-    int active;                   /* counted in cb_runs_active() */
-    int queued;                   /* counted in cb_runs_nonempty() */
-    int marked;                   /* holds markers: counted in cb_runs_marked() */
-    CUresult pending; /* error of a flush made on this stream's behalf, not yet reported */
-    /* the burst of copies on this stream (copy.c) */
+/* The pace of a stream (copy.c, still_slow; the timer's looks set it). */
+struct cb_pace {
     int warm;          /* a burst is under way: the first copy passed through, the next join the run */
     int slow;          /* copies come too slowly to batch: they pass through, each timed */
     uint64_t last_copy_ns, pace_ns; /* while slow: the last copy, the running mean gap */
-    uint64_t issued;   /* copies ever queued on this stream */
-    unsigned chunks;   /* chunk submissions in a row (pipelining) */
-    int has_h2d;       /* the run holds a host-to-device copy */
-    /* the timer's looks at this stream (flush.c, cb_flush_timer_look) */
+};
+
+/* The timer's looks at a stream (flush.c, cb_flush_timer_look). */
+struct cb_looks {
     uint64_t opened_ns;      /* when the run opened: the age bound */
     uint64_t burst_ns;       /* when the looks began */
     uint64_t look_ns;        /* the next look; 0: none scheduled */
     uint64_t looked_ns;      /* the previous look (or when the looks began) */
     uint64_t issued_looked;  /* issued at the previous look */
+};
+
+/* What the engines' choices need of the run as it grows (copy.c, engine.c). */
+struct cb_feed {
+    uint64_t issued;   /* copies ever queued on this stream */
+    unsigned chunks;   /* chunk submissions in a row (pipelining) */
+    int has_h2d;       /* the run holds a host-to-device copy */
+    size_t chunk_at;   /* the length at which the run is submitted ... */
+    unsigned chunk_shape; /* ... computed for these inputs (0: none yet) */
+};
+
+/* A run.  Its own lock guards everything below it; the store's lock (run.c)
+ * guards hh, live and the table.  Never freed while the process lives: a
+ * removed run is cleared and kept for reuse, so a stale pointer to it (a
+ * thread's last-run cache, an event's holder) stays safe to lock. */
+struct cb_run {
+    UT_hash_handle hh;
+    atomic_int mu;                /* its lock: 0 free, 1 taken, 2 taken with waiters (run.c) */
+    struct cb_run *next_free;     /* the store's free list */
+    int live;                     /* in the table, under key (read under mu or the store lock) */
+    struct cb_run_key key;
+    struct cb_stream_facts facts; /* learned when the run opened (cb_run_open) */
+    struct cb_copies q;           /* the queued copies */
+    struct cb_iset writes, reads; /* what they write and read (hazard.c) */
+    /* the store's counts (run.c, cb_run_set_active) */
+    int active;                   /* counted in cb_runs_active() */
+    int queued;                   /* counted in cb_runs_nonempty() */
+    int marked;                   /* holds markers: counted in cb_runs_marked() */
+    int blocking_active;          /* counted in cb_runs_blocking_active() */
+    CUresult pending; /* error of a flush made on this stream's behalf, not yet reported */
+    struct cb_pace pace;
+    struct cb_looks looks;
+    struct cb_feed feed;
 };
 
 /* A copy the program asked for, classified (copy.c). */
@@ -61,52 +85,116 @@ struct cb_event {
     CUcontext ctx;      /* current when it was created: records only on its streams */
     struct cb_run *run; /* the run holding a marker of it; NULL: none */
 };
-/* All under the run lock.  NULL: unknown (its records pass through). */
-struct cb_event *cb_event_find(CUevent e);
+/* The event table has its own lock, taken inside these functions (under a run
+ * lock or none; never held while taking a run lock). */
+/* A copy of what is known of e; 0 when known, -1 unknown (its records pass through). */
+int cb_event_info(CUevent e, struct cb_event *out);
+int cb_event_held_by(CUevent e, const struct cb_run *run); /* run holds e's latest record */
+/* run (locked) now holds e's latest record; -1 when another run holds one. */
+int cb_event_claim(CUevent e, struct cb_run *run);
 void cb_event_add(CUevent e, unsigned int flags, CUcontext ctx); /* created (or created again) */
 void cb_event_drop(CUevent e);                                    /* unknown from now on */
 /* The markers of q (run's) were submitted: their events are held by no run. */
 void cb_event_markers_gone(const struct cb_copies *q, const struct cb_run *run);
+void cb_events_atfork_prepare(void);
+void cb_events_atfork_parent(void);
 void cb_events_atfork_child(void);
 
 /* ---- run.c: the store of runs ------------------------------------------------------ */
-/* One lock guards every run.  The copy path takes it once per copy (uncontended:
- * tens of ns); submissions happen under it too. */
-void cb_runs_lock(void);
-void cb_runs_unlock(void);
-int cb_runs_trylock(void);    /* 0 when taken */
-int cb_runs_locked_here(void); /* this thread holds it: a submission's driver call re-entered a wrapper */
+/* Locks (run.c's header says why this is deadlock-free): the store's lock, one
+ * lock per run, taken in that order; a thread holds at most one run lock
+ * (fork's prepare handler: all).  Helper locks (events, ptds.c, the kernel's
+ * modules, the timer, smwork.c) are taken under a run lock, never the other way. */
+extern CB_TLS int cb_tls_held; /* run locks this thread holds */
+/* This thread holds a run lock: a submission's driver call re-entered a wrapper. */
+static inline int cb_runs_locked_here(void) { return cb_tls_held > 0; }
 /* A stream's key: the handle; (CU_STREAM_PER_THREAD, owner thread); or
  * (CU_STREAM_LEGACY, ctx) for the legacy stream of the current context ctx. */
-struct cb_run_key cb_run_key_of(CUstream s, enum cb_stream_kind sk, CUcontext ctx);
+static inline struct cb_run_key cb_run_key_of(CUstream s, enum cb_stream_kind sk, CUcontext ctx)
+{
+    if (sk == CB_SK_PER_THREAD)
+        return (struct cb_run_key){(uintptr_t)CU_STREAM_PER_THREAD, (uintptr_t)pthread_self()};
+    if (sk == CB_SK_LEGACY) /* one legacy stream per context */
+        return (struct cb_run_key){(uintptr_t)CU_STREAM_LEGACY, (uintptr_t)ctx};
+    return (struct cb_run_key){(uintptr_t)s, 0};
+}
 /* Does the stream synchronize with the legacy stream (rule 3)? */
 int cb_stream_blocking(CUstream s, enum cb_stream_kind sk);
-struct cb_run *cb_run_find(const struct cb_run_key *key);   /* lock held; NULL: none */
-struct cb_run *cb_run_create(const struct cb_run_key *key); /* lock held; NULL: out of memory */
-void cb_run_free(struct cb_run *run);                       /* lock held */
+/* The stream's run, locked (no run lock held before); create: make it when
+ * there is none (*created = 1).  NULL: none (or out of memory). */
+struct cb_run *cb_run_lock_key(const struct cb_run_key *key, int create, int *created);
+/* A run's lock: a futex word, taken and released inline on the copy path (an
+ * uncontended pair costs a few instructions); a waiter sleeps in the kernel. */
+void cb_run_lock_wait(atomic_int *mu);
+void cb_run_lock_wake(atomic_int *mu);
+static inline void cb_run_lock(struct cb_run *run)
+{
+    int free_ = 0;
+    if (CB_UNLIKELY(!atomic_compare_exchange_strong_explicit(&run->mu, &free_, 1, memory_order_acquire,
+                                                             memory_order_relaxed)))
+        cb_run_lock_wait(&run->mu);
+    cb_tls_held++;
+}
+static inline void cb_run_unlock(struct cb_run *run)
+{
+    cb_tls_held--;
+    if (CB_UNLIKELY(atomic_exchange_explicit(&run->mu, 0, memory_order_release) == 2))
+        cb_run_lock_wake(&run->mu);
+}
+/* The store's lock: held to iterate (CB_RUNS_EACH) and to remove. */
+void cb_store_lock(void);
+void cb_store_unlock(void);
+struct cb_run *cb_store_find(const struct cb_run_key *key); /* store lock held */
+void cb_run_remove(struct cb_run *run); /* store lock and run lock held: cleared, kept for reuse */
 /* Learn what the run's stream is (run->facts); -1 when a driver query failed.
  * For a per-thread stream, the owner's earlier side submission is joined and
  * ev_start recorded.  The run's age counts from now; if the stream was quiet,
- * the timer's first look is due CUBATCH_FLUSH_US from now (run->look_ns). */
+ * the timer's first look is due CUBATCH_FLUSH_US from now (run->looks.look_ns). */
 int cb_run_open(struct cb_run *run, CUstream stream);
 /* Queue a copy (hazards already checked); -1 out of memory (nothing queued, the
  * hazard sets possibly larger: only ever more conservative). */
 int cb_run_append(struct cb_run *run, const struct cb_copy_req *rq);
-int cb_run_hazard(const struct cb_run *run, const struct cb_copy_req *rq);
+static inline int cb_run_hazard(const struct cb_run *run, const struct cb_copy_req *rq)
+{
+    return cb_hazard(&run->writes, &run->reads, rq->dst, rq->src, rq->bytes);
+}
 /* Queue an event record after the copies queued so far (rule 11; events.c);
  * -1 out of memory (nothing queued). */
 int cb_run_mark(struct cb_run *run, const struct cb_marker *m);
 void cb_run_clear(struct cb_run *run);      /* after a submission */
 void cb_run_set_active(struct cb_run *run); /* after any change of q.n, pending, fences */
+/* After a copy joined the run: counted already unless the run was empty (its
+ * stream's facts and markers change only while it is). */
+static inline void cb_run_set_queued(struct cb_run *run)
+{
+    if (CB_UNLIKELY(!run->queued || !run->active))
+        cb_run_set_active(run);
+}
 int cb_run_is_owner(const struct cb_run *run);
 int cb_runs_active(void);   /* some run holds copies, a pending join or a pending error */
 int cb_runs_nonempty(void); /* some run holds copies */
 int cb_runs_legacy_pending(void); /* some legacy-stream run holds copies */
+int cb_runs_blocking_active(void); /* some active run of a blocking stream other than the legacy one */
+/* What a copy on stream s must follow on other streams (rule 3 and its mirror
+ * image): blocking runs before a legacy-stream copy, legacy runs before a
+ * blocking-stream copy.  No run lock held (run.c: one at a time).  Inline: on
+ * the copy path it is usually two loads (flush.c has the rest). */
+CUresult cb_flush_cross_slow(CUstream s, enum cb_stream_kind sk);
+static inline CUresult cb_flush_cross(CUstream s, enum cb_stream_kind sk)
+{
+    if (sk == CB_SK_LEGACY ? !cb_runs_blocking_active() : !cb_runs_legacy_pending())
+        return CUDA_SUCCESS;
+    return cb_flush_cross_slow(s, sk);
+}
 int cb_runs_marked(void);         /* some run holds markers */
-/* Each run, in turn (lock held); the current one may be freed. */
+/* Each run in the table, in turn (store lock held; lock each to look at it). */
 #define CB_RUNS_EACH(run, tmp) HASH_ITER(hh, cb_run_table, run, tmp)
 extern struct cb_run *cb_run_table;
-void cb_forget_context_runs(CUcontext ctx); /* lock held: its runs' events died with it */
-void cb_runs_atfork_child(void);           /* the child's store is empty, its lock new */
+void cb_forget_context_runs(CUcontext ctx); /* no lock held: its runs' events died with it */
+/* fork: prepare takes the store lock and every run lock in table order;
+ * parent releases them; the child's store is empty, its locks new. */
+void cb_runs_atfork_prepare(void);
+void cb_runs_atfork_parent(void);
+void cb_runs_atfork_child(void);
 
 #endif /* CUBATCH_RUN_H */

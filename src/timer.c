@@ -24,13 +24,17 @@
 #include <unistd.h>
 
 static int cb_timer_fd = -1;
-static uint64_t cb_timer_due; /* the armed look, 0: disarmed; run lock held */
-static int cb_timer_started;
+/* The armed look (0: disarmed).  Written under cb_timer_mu, a leaf lock (run.c):
+ * copy paths of several runs arm it at once; read without it only to skip the
+ * lock when an earlier look is due already. */
+static _Atomic uint64_t cb_timer_due;
+static pthread_mutex_t cb_timer_mu = PTHREAD_MUTEX_INITIALIZER;
+static int cb_timer_started; /* under cb_timer_mu */
 
 static void set_due(uint64_t when)
 {
     struct itimerspec it = {{0, 0}, {(time_t)(when / 1000000000u), (long)(when % 1000000000u)}};
-    cb_timer_due = when;
+    atomic_store(&cb_timer_due, when);
     timerfd_settime(cb_timer_fd, TFD_TIMER_ABSTIME, &it, NULL); /* when 0: disarmed */
 }
 
@@ -44,12 +48,16 @@ static void *timer_main(void *arg)
             continue;
         if (n != (ssize_t)sizeof expirations)
             return NULL; /* the descriptor is gone (fork child closed it): nothing to look at */
-        cb_runs_lock();
-        cb_timer_due = 0;
+        /* Runs armed during the look set the due time themselves; the look's
+         * own next time replaces it only when earlier.  Nothing is held while
+         * the look takes the runs' locks. */
+        atomic_store(&cb_timer_due, 0);
         uint64_t next = cb_flush_timer_look(cb_now_ns());
-        if (next && (!cb_timer_due || next < cb_timer_due))
+        pthread_mutex_lock(&cb_timer_mu);
+        uint64_t due = atomic_load(&cb_timer_due);
+        if (next && (!due || next < due))
             set_due(next);
-        cb_runs_unlock();
+        pthread_mutex_unlock(&cb_timer_mu);
     }
 }
 
@@ -83,16 +91,25 @@ static int start(void)
 
 void cb_timer_arm(uint64_t when)
 {
-    if (cb_timer_due && cb_timer_due <= when)
+    uint64_t due = atomic_load(&cb_timer_due);
+    if (due && due <= when)
         return; /* an earlier look is due: it will schedule this one */
+    pthread_mutex_lock(&cb_timer_mu);
+    due = atomic_load(&cb_timer_due);
     if (!cb_timer_started) {
         cb_timer_started = 1; /* once, even when it failed: the warning is said once */
-        if (start())
+        if (start()) {
+            pthread_mutex_unlock(&cb_timer_mu);
             return;
+        }
     }
-    if (cb_timer_fd >= 0)
+    if (cb_timer_fd >= 0 && !(due && due <= when))
         set_due(when);
+    pthread_mutex_unlock(&cb_timer_mu);
 }
+
+void cb_timer_atfork_prepare(void) { pthread_mutex_lock(&cb_timer_mu); }
+void cb_timer_atfork_parent(void) { pthread_mutex_unlock(&cb_timer_mu); }
 
 void cb_timer_atfork_child(void)
 {
@@ -100,6 +117,7 @@ void cb_timer_atfork_child(void)
     if (cb_timer_fd >= 0)
         close(cb_timer_fd);
     cb_timer_fd = -1;
-    cb_timer_due = 0;
+    atomic_store(&cb_timer_due, 0);
     cb_timer_started = 0;
+    pthread_mutex_init(&cb_timer_mu, NULL);
 }

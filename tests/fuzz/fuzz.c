@@ -167,6 +167,7 @@ struct view {
     int host, legacy, pts;
     int main; /* 1: the main thread (created streams usable) */
     unsigned slots; /* worker: allowed slots bitmask */
+    unsigned streams; /* worker: the created streams it owns (bitmask of stream slots) */
 };
 
 static void vjoin(vc_t *a, const vc_t *b)
@@ -243,7 +244,7 @@ static int stream_actor(const struct model *m, const struct view *vw, int s)
         return vw->legacy;
     if (s == 1)
         return vw->pts;
-    if (!vw->main || s >= NSTREAM || !m->s_live[s])
+    if (s >= NSTREAM || !m->s_live[s] || (!vw->main && !(vw->streams >> s & 1)))
         return -1;
     return m->s_actor[s];
 }
@@ -546,6 +547,7 @@ static int apply(struct model *m, struct op *o, const struct view *vw, int cap)
         for (int w = 0; w < o->w; w++) {
             wv[w].main = 0;
             wv[w].slots = 0;
+            wv[w].streams = 0;
             wv[w].host = new_actor(m);
             wv[w].legacy = new_actor(m);
             wv[w].pts = new_actor(m);
@@ -579,10 +581,22 @@ static int apply(struct model *m, struct op *o, const struct view *vw, int cap)
             } else if (q->type != O_SSYNC && q->type != O_SQUERY) {
                 return fail(m, "worker op type");
             }
-            /* each slot belongs to one worker */
+            /* each slot belongs to one worker, and so does each created stream
+             * (the order of two threads' work on one stream would depend on
+             * their interleaving) */
             for (int w = 0; w < o->w; w++)
                 if (w != q->w && (wv[w].slots & mine))
                     return fail(m, "slot shared between workers");
+            if (q->type != O_HWRITE && q->type != O_HREAD && q->s >= 2 && q->s < NSTREAM) {
+                /* non-blocking only: another worker's legacy-stream work would
+                 * order a blocking one by the threads' interleaving */
+                if (m->s_blocking[q->s])
+                    return fail(m, "blocking stream in a worker");
+                for (int w = 0; w < o->w; w++)
+                    if (w != q->w && (wv[w].streams >> q->s & 1))
+                        return fail(m, "stream shared between workers");
+                wv[q->w].streams |= 1u << q->s;
+            }
             wv[q->w].slots |= mine;
             used |= mine;
             if (apply(m, q, &wv[q->w], -1))
@@ -603,7 +617,7 @@ static int validate(struct op *ops, int n, char *why, size_t whylen)
 {
     static struct model m;
     model_init(&m);
-    struct view vw = {0, 1, 2, 1, ~0u};
+    struct view vw = {0, 1, 2, 1, ~0u, ~0u};
     for (int i = 0; i < n; i++)
         if (apply(&m, &ops[i], &vw, -1)) {
             snprintf(why, whylen, "op %d (%s): %s", i, oname[ops[i].type], m.why);
@@ -923,7 +937,7 @@ static int try_op(struct op *o)
 {
     static struct model snap;
     snap = g_m;
-    struct view vw = {0, 1, 2, 1, ~0u};
+    struct view vw = {0, 1, 2, 1, ~0u, ~0u};
     if (apply(&g_m, o, &vw, -1) == 0)
         return 0;
     g_m = snap;
@@ -974,7 +988,7 @@ static void generate(uint64_t seed, int len)
             g_nops++;
     }
     int last = -1;
-    struct view vw = {0, 1, 2, 1, ~0u};
+    struct view vw = {0, 1, 2, 1, ~0u, ~0u};
     /* op-class weights vary per program so that some are dense with copies */
     int wcopy = 50 + (int)rn(40);
     /* bursts: many copies in a row on one stream, over consecutive chunks, so that
@@ -1145,12 +1159,16 @@ static void generate(uint64_t seed, int len)
                         continue;
                     }
                 } else {
-                    /* several threads, each on its own per-thread stream and the legacy one */
+                    /* several threads, each on its own per-thread stream, the legacy
+                     * one and created streams it owns */
                     if (g_m.nact + 3 * MAXW > MAXA)
                         continue;
                     o->type = O_THREADS;
                     o->w = 2 + (int)rn(MAXW - 1);
-                    unsigned own[MAXW] = {0}, ownev[MAXW] = {0};
+                    unsigned own[MAXW] = {0}, ownev[MAXW] = {0}, ownst[MAXW] = {0};
+                    for (int i = 2; i < NSTREAM; i++)
+                        if (g_m.s_live[i] && !g_m.s_blocking[i] && pct(60))
+                            ownst[rn((size_t)o->w)] |= 1u << i;
                     for (int i = 0; i < NSLOT; i++)
                         if (g_m.live[i] && pct(80))
                             own[rn((size_t)o->w)] |= 1u << i;
@@ -1164,9 +1182,13 @@ static void generate(uint64_t seed, int len)
                         wl[w] = -1;
                     for (int j = 0; j < k; j++) {
                         int w = (int)rn((size_t)o->w);
-                        struct view wv = {0, 0, 0, 0, own[w]};
+                        struct view wv = {0, 0, 0, 0, own[w], ownst[w]};
                         struct op *q = &o->sub[o->nsub];
                         int s = pct(70) ? 1 : 0;
+                        if (ownst[w] && pct(50))
+                            do
+                                s = 2 + (int)rn(NSTREAM - 2);
+                            while (!(ownst[w] >> s & 1));
                         if (wl[w] >= 0 && pct(70))
                             s = wl[w];
                         wl[w] = s;
@@ -1213,7 +1235,7 @@ static void generate(uint64_t seed, int len)
                     /* drop sub-ops that race, one at a time, until the block fits */
                     for (int j = o->nsub - 1; j >= 0; j--) {
                         struct model snap = g_m;
-                        struct view mv = {0, 1, 2, 1, ~0u};
+                        struct view mv = {0, 1, 2, 1, ~0u, ~0u};
                         if (apply(&g_m, o, &mv, -1) == 0) {
                             g_m = snap;
                             break;
@@ -1271,6 +1293,7 @@ struct out {
 static struct out g_out;
 static int g_epoch;
 static int g_errs[4096], g_nerrs;
+static pthread_mutex_t g_errs_mu = PTHREAD_MUTEX_INITIALIZER; /* workers record errors too */
 
 static void outf(struct out *o, const char *fmt, ...)
 {
@@ -1301,8 +1324,12 @@ static void record_rc(struct out *o, const char *label, CUresult rc)
         return;
     }
     outf(o, "# rc %s %d\n", label, (int)rc);
-    if (rc != CUDA_SUCCESS && g_nerrs < 4096)
+    if (rc == CUDA_SUCCESS)
+        return;
+    pthread_mutex_lock(&g_errs_mu);
+    if (g_nerrs < 4096)
         g_errs[g_nerrs++] = (int)rc;
+    pthread_mutex_unlock(&g_errs_mu);
 }
 
 static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }

@@ -504,6 +504,20 @@ START_TEST(many_threads)
 }
 END_TEST
 
+/* Threads on their own, shared and per-thread streams at once, with context-wide
+ * flushes, legacy-stream work, API flushes, the timer and a fork going on: the
+ * bytes are the plain run's (and under ThreadSanitizer in CI, no race).  Run a
+ * few times: each run interleaves the threads differently. */
+START_TEST(threads_on_streams_at_once)
+{
+    for (int i = 0; i < 6; i++) {
+        struct pair p = both("stress", NULL);
+        STAT_GE(p.shim, "deferred", 1);
+        pair_free(&p);
+    }
+}
+END_TEST
+
 /* ---- rule 7: bounded runs ---------------------------------------------------------------- */
 
 START_TEST(full_runs_are_chunked)
@@ -1358,7 +1372,7 @@ int main(void)
                                ptds_side_stream_waits_for_a_copy_passed_ahead}},
         {"hazards", {dependent_chain, source_overwritten_later}},
         {"observers", {query_observes, event_observes, host_function_observes, stream_destroy_and_reuse,
-                       free_flushes_and_forgets, many_threads, context_event_observes}},
+                       free_flushes_and_forgets, many_threads, context_event_observes, threads_on_streams_at_once}},
         {"bounded", {full_runs_are_chunked, cpu_work_does_not_hold_copies, long_runs_go_out_in_chunks,
                      a_run_never_waits_past_the_age_bound}},
         {"errors", {refused_batch_is_replayed, replayed_error_reaches_the_program, every_batch_error_is_replayed,

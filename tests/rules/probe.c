@@ -24,6 +24,8 @@
 #include <dlfcn.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -745,6 +747,119 @@ static void sc_threads(void)
     CK(cuStreamSynchronize(shared));
     expect("threads", out, src, T * N * 512);
     free(src);
+}
+
+/* Threads that copy at once on their own streams (blocking and non-blocking),
+ * on a shared stream and on their per-thread default streams, while another
+ * thread synchronizes the context, copies on the legacy stream, flushes
+ * through the API, lets the timer look (virtual time) and forks: every byte
+ * lands where the plain run puts it.  Each thread's copies go to its own part
+ * of the output; on its own streams each goes host -> device -> host, so a
+ * run's hazard and every flush order matter. */
+enum { ST_T = 4, ST_R = 32, ST_K = 12, ST_SZ = 1024 };
+struct st {
+    CUstream shared;
+    CUdeviceptr src_d, work;
+    const unsigned char *src_h;
+    unsigned char *out;
+    int idx;
+};
+static atomic_int st_running;
+static pthread_barrier_t st_start;
+static void *st_worker(void *arg)
+{
+    struct st *m = arg;
+    CK(cuCtxSetCurrent(g_ctx));
+    CUstream own_nb = mkstream(CU_STREAM_NON_BLOCKING), own_b = mkstream(0);
+    CUstream streams[4] = {own_nb, own_b, CU_STREAM_PER_THREAD, m->shared};
+    pthread_barrier_wait(&st_start); /* all at once */
+    for (int r = 0; r < ST_R; r++) {
+        for (int k = 0; k < ST_K; k++) {
+            /* every third copy on the shared stream: the threads' copies meet in its run */
+            CUstream s = k % 3 == 2 ? m->shared : streams[(r + m->idx) % 4];
+            size_t off = (((size_t)m->idx * ST_R + (size_t)r) * ST_K + (size_t)k) * ST_SZ;
+            if (s == m->shared) {
+                CK(cuMemcpyDtoHAsync_v2(m->out + off, m->src_d + off, ST_SZ, s));
+            } else {
+                CK(cuMemcpyHtoDAsync_v2(m->work + off, m->src_h + off, ST_SZ, s));
+                CK(cuMemcpyDtoHAsync_v2(m->out + off, m->work + off, ST_SZ, s));
+            }
+        }
+        if (r % 8 == 7)
+            CK(cuStreamSynchronize(streams[(r + m->idx) % 4]));
+        else if (r % 5 == 4)
+            pass_time_us(40); /* CPU work: the timer's looks find the runs */
+    }
+    for (int i = 0; i < 4; i++)
+        CK(cuStreamSynchronize(streams[i]));
+    CK(cuStreamDestroy_v2(own_nb));
+    CK(cuStreamDestroy_v2(own_b));
+    atomic_fetch_sub(&st_running, 1);
+    return NULL;
+}
+static void *st_chaos(void *arg)
+{
+    (void)arg;
+    CK(cuCtxSetCurrent(g_ctx));
+    int (*api_flush)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "cubatch_flush");
+    unsigned char *h = pinned(4096);
+    CUdeviceptr d = devmem(2 * 4096);
+    fill(h, 4096, 31);
+    for (int i = 0; i < 10 || atomic_load(&st_running) > 0; i++) {
+        switch (i % 5) {
+        case 0: CK(cuCtxSynchronize()); break;
+        case 1: /* legacy-stream work: every blocking stream's run goes first */
+            CK(cuMemcpyHtoDAsync_v2(d, h, 4096, NULL));
+            CK(cuMemcpyDtoDAsync_v2(d + 4096, d, 4096, NULL));
+            break;
+        case 2:
+            if (api_flush)
+                api_flush();
+            break;
+        case 3: pass_time_us(30); break;
+        case 4:
+            if (i == 9) {
+                fflush(stdout);
+                pid_t pid = fork();
+                if (pid == 0)
+                    _exit(0);
+                int st;
+                waitpid(pid, &st, 0);
+            }
+            break;
+        }
+        sched_yield();
+    }
+    CK(cuCtxSynchronize());
+    unsigned char back[4096];
+    CK(cuMemcpyDtoH_v2(back, d + 4096, 4096));
+    expect("legacy copies", back, h, 4096);
+    return NULL;
+}
+static void sc_stress(void)
+{
+    size_t n = (size_t)ST_T * ST_R * ST_K * ST_SZ;
+    unsigned char *src = pinned(n), *out = pinned(n);
+    fill(src, n, 30);
+    memset(out, 0, n);
+    CUstream shared = mkstream(CU_STREAM_NON_BLOCKING);
+    CUdeviceptr src_d = devfilled(src, n), work = devmem(n);
+    struct st m[ST_T];
+    pthread_t th[ST_T], chaos;
+    pass_time_us(0); /* its lookup made here, before the threads use it */
+    atomic_store(&st_running, ST_T);
+    pthread_barrier_init(&st_start, NULL, ST_T);
+    for (int t = 0; t < ST_T; t++) {
+        m[t] = (struct st){shared, src_d, work, src, out, t};
+        pthread_create(&th[t], NULL, st_worker, &m[t]);
+    }
+    pthread_create(&chaos, NULL, st_chaos, NULL);
+    for (int t = 0; t < ST_T; t++)
+        pthread_join(th[t], NULL);
+    pthread_join(chaos, NULL);
+    pthread_barrier_destroy(&st_start);
+    CK(cuStreamSynchronize(shared));
+    expect("stress", out, src, n);
 }
 
 /* Copies of one size and direction, then sync (policy, single copy, chunking). */
@@ -1947,7 +2062,7 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"destroy", sc_destroy},       {"pageable", sc_pageable},
     {"timer", sc_timer},           {"fork", sc_fork},
     {"exit", sc_exit},             {"errors", sc_errors},
-    {"threads", sc_threads},       {"h2d_16k", sc_h2d_16k},
+    {"threads", sc_threads},       {"stress", sc_stress},       {"h2d_16k", sc_h2d_16k},
     {"h2d_4k", sc_h2d_4k},         {"single", sc_single},       {"pair", sc_pair},
     {"long_loop", sc_long_loop},   {"age", sc_age},
     {"legacy_then_blocking", sc_legacy_then_blocking}, {"registered", sc_registered},

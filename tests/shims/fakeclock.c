@@ -56,6 +56,21 @@ struct fc_timer {
 static struct fc_timer fc_timers[FC_TIMERS];
 static int fc_ntimers;
 
+/* fork: the child has none of the parent's other threads, so it must not wait
+ * for their state (a waiter on fc_cv, such as the parent's timer thread blocked
+ * in read(), would make a broadcast in the child wait forever): the lock is
+ * held across fork, and the child makes it and the condition anew. */
+static void fc_prepare(void) { pthread_mutex_lock(&fc_mu); }
+static void fc_parent(void) { pthread_mutex_unlock(&fc_mu); }
+static void fc_child(void)
+{
+    pthread_mutex_init(&fc_mu, NULL);
+    pthread_cond_init(&fc_cv, NULL);
+    for (int i = 0; i < fc_ntimers; i++)
+        fc_timers[i].reader_waiting = 0;
+}
+__attribute__((constructor)) static void fc_init(void) { pthread_atfork(fc_prepare, fc_parent, fc_child); }
+
 static struct fc_timer *timer_of(int fd)
 {
     for (int i = 0; i < fc_ntimers; i++)
