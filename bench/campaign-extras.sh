@@ -82,16 +82,15 @@ PY
 
 part "The deferred copy's own cost (copy_path, CUBATCH_PIPELINE=0, one open run)"
 for d in h2d d2h d2d; do
-    LD_PRELOAD=$lib CUBATCH_PIPELINE=0 CUBATCH_MAX_BATCH=32768 taskset -c "$cpu" "$bin/copy_path" --dir $d --n 1000 --rounds 21 >>"$md" 2>&1 || rc=1
+    LD_PRELOAD=$lib CUBATCH_PIPELINE=0 CUBATCH_MAX_BATCH=32768 CUBATCH_ENGINE=batch taskset -c "$cpu" "$bin/copy_path" --dir $d --n 1000 --rounds 21 >>"$md" 2>&1 || rc=1
 done
 
 if [ -x "$bin/bench_threads" ]; then
-    part "Threads on their own streams (bench_threads)"
-    for c in plain cubatch plain2 cubatch2; do
-        pre=(); case $c in cubatch*) pre=(LD_PRELOAD="$lib") ;; esac
-        echo "### $c" >>"$md"
-        env "${pre[@]}" "$bin/bench_threads" >>"$md" 2>&1 || rc=1
+    part "Threads on their own streams (bench_threads: plain and cubatch rounds inside one preloaded process, A/A; then the loop without cubatch loaded)"
+    for t in 1 2 4 8; do
+        LD_PRELOAD=$lib timeout 120 "$bin/bench_threads" --threads $t --n 1024 --size 4096 --dir h2d --rounds 15 >>"$md" 2>&1 || rc=1
     done
+    timeout 120 "$bin/bench_threads" --threads 8 --n 1024 --size 4096 --dir h2d --rounds 15 >>"$md" 2>&1 || rc=1
 fi
 cat "$md"
 exit $rc
