@@ -39,7 +39,7 @@ fi
 tmp=$(mktemp -d)
 out=$("$launcher" --stats=json --stats-file="$tmp/stats.json" "$top/examples/demo" 2>&1); rc=$?
 printf '%s\n' "$out" | sed 's/^/  | /'
-if [ $rc -eq 0 ] && printf '%s\n' "$out" | grep -qx 'demo: OK'; then
+if [ $rc -eq 0 ] && printf '%s\n' "$out" | grep -q '^demo: OK'; then
     say "ok: the demo ran under $launcher against the simulated driver"
 else
     say "FAILED: the demo under $launcher (exit $rc)"
