@@ -130,8 +130,10 @@ CUresult cb_flush_legacy(void) { return flush_unless_idle(CB_BLOCKING_RUNS, CB_W
 
 CUresult cb_flush_all(enum cb_flush_why why) { return flush_unless_idle(CB_ALL_RUNS, why); }
 
-CUresult cb_flush_cross_slow(CUstream s, enum cb_stream_kind sk)
+CUresult cb_flush_cross(CUstream s, enum cb_stream_kind sk)
 {
+    if (sk == CB_SK_LEGACY ? !cb_runs_blocking_active() : !cb_runs_legacy_pending())
+        return CUDA_SUCCESS;
     /* Rule 3: work on the legacy stream follows every blocking stream's earlier
      * work; and the mirror image: work on a blocking stream (a per-thread one
      * too) follows the legacy stream's earlier work, so a legacy run goes first. */
@@ -343,12 +345,10 @@ void cb_flush_atfork_prepare(void)
     cb_events_atfork_prepare();
     cb_ptds_atfork_prepare();
     cb_kernel_atfork_prepare();
-    cb_timer_atfork_prepare();
 }
 
 void cb_flush_atfork_parent(void)
 {
-    cb_timer_atfork_parent();
     cb_kernel_atfork_parent();
     cb_ptds_atfork_parent();
     cb_events_atfork_parent();

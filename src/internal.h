@@ -188,7 +188,11 @@ struct cb_copy_req;
 CUresult cb_flush_run(struct cb_run *run, enum cb_flush_why why);
 CUresult cb_flush_stream(CUstream s, int ptsz_entry, enum cb_flush_why why);
 CUresult cb_flush_legacy(void); /* every blocking stream's run: legacy-stream work follows */
-/* cb_flush_cross (rule 3 between streams): run.h. */
+/* What a copy on stream s must follow on other streams (rule 3 and its mirror
+ * image): blocking runs before a legacy-stream copy, legacy runs before a
+ * blocking-stream copy.  No run lock held (run.c: one at a time); usually two
+ * loads and a return. */
+CUresult cb_flush_cross(CUstream s, enum cb_stream_kind sk);
 CUresult cb_flush_all(enum cb_flush_why why);
 /* Captures (CAPTURE_BEGIN/END rows of hooks.def): begin flushes the stream and
  * every legacy run; while one is under way nothing is deferred on the legacy

@@ -16,8 +16,18 @@ static pthread_once_t cb_owner_key_once = PTHREAD_ONCE_INIT;
 
 static void at_exit(void) { cb_flush_exit(); }
 
-static void fork_prepare(void) { cb_flush_atfork_prepare(); }
-static void fork_parent(void) { cb_flush_atfork_parent(); }
+/* The timer's lock is taken last and given back first: the flush (and the
+ * timer's looks) take it under the run locks. */
+static void fork_prepare(void)
+{
+    cb_flush_atfork_prepare();
+    cb_timer_atfork_prepare();
+}
+static void fork_parent(void)
+{
+    cb_timer_atfork_parent();
+    cb_flush_atfork_parent();
+}
 static void fork_child(void)
 {
     cb_flush_atfork_child();

@@ -175,17 +175,6 @@ int cb_runs_active(void);   /* some run holds copies, a pending join or a pendin
 int cb_runs_nonempty(void); /* some run holds copies */
 int cb_runs_legacy_pending(void); /* some legacy-stream run holds copies */
 int cb_runs_blocking_active(void); /* some active run of a blocking stream other than the legacy one */
-/* What a copy on stream s must follow on other streams (rule 3 and its mirror
- * image): blocking runs before a legacy-stream copy, legacy runs before a
- * blocking-stream copy.  No run lock held (run.c: one at a time).  Inline: on
- * the copy path it is usually two loads (flush.c has the rest). */
-CUresult cb_flush_cross_slow(CUstream s, enum cb_stream_kind sk);
-static inline CUresult cb_flush_cross(CUstream s, enum cb_stream_kind sk)
-{
-    if (sk == CB_SK_LEGACY ? !cb_runs_blocking_active() : !cb_runs_legacy_pending())
-        return CUDA_SUCCESS;
-    return cb_flush_cross_slow(s, sk);
-}
 int cb_runs_marked(void);         /* some run holds markers */
 /* Each run in the table, in turn (store lock held; lock each to look at it). */
 #define CB_RUNS_EACH(run, tmp) HASH_ITER(hh, cb_run_table, run, tmp)
