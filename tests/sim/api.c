@@ -1901,6 +1901,20 @@ CUresult CUDAAPI cuModuleUnload(CUmodule hmod)
     END(CUDA_SUCCESS);
 }
 
+/* What every launch checks first: the driver is up, f's module is loaded, and the
+ * stream resolves to one of f's context (a function of another context: invalid). */
+static CUresult launch_stream(const struct sim_func *f, CUstream h, int ptsz, struct sim_stream **s)
+{
+    CUresult rc;
+    if (!inited)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!f->mod->alive)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if ((rc = resolve_stream(h, ptsz, s)))
+        return rc;
+    return (*s)->ctx != f->mod->ctx ? CUDA_ERROR_INVALID_HANDLE : CUDA_SUCCESS;
+}
+
 /* cusim_compute: the program's own SM work, which does nothing when it runs, but which
  * cuStreamQuery finds running (CUDA_ERROR_NOT_READY, nothing executed) for as many queries
  * as its one parameter (unsigned int) says; a synchronize, an event or a context
@@ -1914,14 +1928,8 @@ static CUresult compute_op(struct call *c, const struct sim_func *f, unsigned bl
     CUresult rc;
     unsigned polls = params && params[0] ? *(const unsigned *)params[0] : 0;
     sim_kv(c, "kernel=%s grid=%u block=%u polls=%u", f->name, blocks, threads, polls);
-    if (!inited)
-        return CUDA_ERROR_NOT_INITIALIZED;
-    if (!f->mod->alive)
-        return CUDA_ERROR_INVALID_HANDLE;
-    if ((rc = resolve_stream(h, ptsz, &s)))
+    if ((rc = launch_stream(f, h, ptsz, &s)))
         return rc;
-    if (s->ctx != f->mod->ctx)
-        return CUDA_ERROR_INVALID_HANDLE;
     if (blocks == 0 || threads == 0 || threads > 1024)
         return CUDA_ERROR_INVALID_VALUE;
     if ((rc = stream_use(s, &capturing)))
@@ -1975,14 +1983,8 @@ static CUresult launch_op(struct call *c, CUfunction hf, unsigned gx, unsigned g
     } else {
         sim_kv(c, "kernel=%s count=- grid=%u block=%u order=%s", f->name, gx, bx, orders[sim_cfg.batch_order]);
     }
-    if (!inited)
-        return CUDA_ERROR_NOT_INITIALIZED;
-    if (!f->mod->alive)
-        return CUDA_ERROR_INVALID_HANDLE;
-    if ((rc = resolve_stream(h, ptsz, &s)))
+    if ((rc = launch_stream(f, h, ptsz, &s)))
         return rc;
-    if (s->ctx != f->mod->ctx) /* a function of another context */
-        return CUDA_ERROR_INVALID_HANDLE;
     if (gx == 0 || gx > 2147483647u || gy != 1 || gz != 1 || bx == 0 || bx > 1024 || by != 1 || bz != 1)
         return CUDA_ERROR_INVALID_VALUE;
     if (smem != 0 || !kp || extra) /* kp: kernelParams and kernelParams[0] */
