@@ -198,6 +198,18 @@ static void out(struct cb_out *o, const char *fmt, ...)
         o->used += (size_t)n;
 }
 
+/* "name":count for each hooks.def row: every copy entry point (copies_only),
+ * else every row whose count is not 0. */
+static void json_per_hook(struct cb_out *o, const uint64_t *count, int copies_only)
+{
+    const char *sep = "";
+    for (size_t i = 0; i < CB_HOOK_COUNT; i++)
+        if (copies_only ? cb_hook_rows[i].is_copy : count[i] != 0) {
+            out(o, "%s\"%s\":%llu", sep, cb_hook_rows[i].name, (unsigned long long)count[i]);
+            sep = ",";
+        }
+}
+
 size_t cb_stats_json(char *buf, size_t len)
 {
     uint64_t v[CB_STAT_COUNT], calls[CB_HOOK_COUNT], ended[CB_HOOK_COUNT];
@@ -210,26 +222,11 @@ size_t cb_stats_json(char *buf, size_t len)
             *c = isalnum((unsigned char)*c) || *c == '.' || *c == '-' || *c == '_' ? *c : '?';
     out(&o, "{\"cubatch\":\"%s\",\"pid\":%d,\"host\":\"%s\",\"batching\":%s,\"reason\":\"%s\",\"entry_points\":{",
         PACKAGE_VERSION, (int)getpid(), host, cb_batching_on ? "true" : "false", cb_batching_reason);
-    const char *sep = "";
-    for (size_t i = 0; i < CB_HOOK_COUNT; i++)
-        if (cb_hook_rows[i].is_copy) {
-            out(&o, "%s\"%s\":%llu", sep, cb_hook_rows[i].name, (unsigned long long)calls[i]);
-            sep = ",";
-        }
+    json_per_hook(&o, calls, 1);
     out(&o, "},\"calls\":{");
-    sep = "";
-    for (size_t i = 0; i < CB_HOOK_COUNT; i++)
-        if (calls[i]) {
-            out(&o, "%s\"%s\":%llu", sep, cb_hook_rows[i].name, (unsigned long long)calls[i]);
-            sep = ",";
-        }
+    json_per_hook(&o, calls, 0);
     out(&o, "},\"runs_ended_by\":{");
-    sep = "";
-    for (size_t i = 0; i < CB_HOOK_COUNT; i++)
-        if (ended[i]) {
-            out(&o, "%s\"%s\":%llu", sep, cb_hook_rows[i].name, (unsigned long long)ended[i]);
-            sep = ",";
-        }
+    json_per_hook(&o, ended, 0);
     out(&o, "},\"counters\":{");
     for (size_t i = 0; i < CB_STAT_COUNT; i++)
         out(&o, "%s\"%s\":%llu", i ? "," : "", cb_stat_names[i], (unsigned long long)v[i]);
