@@ -22,8 +22,6 @@
 #include "smwork.h"
 #include "stats.h"
 
-#include <string.h>
-
 #define CB_BUSY_MAX 64
 
 struct cb_busy {
