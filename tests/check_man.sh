@@ -1,6 +1,7 @@
 #!/bin/sh
 # The man pages as make builds them: each renders without a single warning
-# (groff -ww, or man --warnings where groff is missing), and cubatch(1) and
+# (groff -ww, or man --warnings where groff is missing), also when filled in
+# for a long installation prefix, and cubatch(1) and
 # cubatch(7) list every option of src/options.def, flag and variable.
 b=${top_builddir:-.}
 s=${top_srcdir:-.}
@@ -29,6 +30,22 @@ for page in cubatch.1 cubatch.7 cubatch-report.1; do
     out=$(LC_ALL=C.UTF-8 MANWIDTH=80 render "$f")
     [ -z "$out" ] && ok "$page renders without warnings ($how)" || bad "$page: $out"
     grep -n '@[A-Za-z_]*@' "$f" && bad "$page: placeholder left"
+done
+
+# The same pages filled in for a long prefix (make distcheck installs under
+# its build tree): an installed path must break, not overflow the line.
+long=/$(printf 'a-very-long-installation-prefix/%.0s' 1 2 3 4)usr
+tmp=$(mktemp -d) || exit 99
+trap 'rm -rf "$tmp"' EXIT
+for page in cubatch.1 cubatch.7 cubatch-report.1; do
+    if ! sh "$s/man/fill.sh" "$s/man/$page.in" "$b/man/options.roff" \
+        "$long/lib" "$long/libexec/cubatch" 0.0 >"$tmp/$page"; then
+        bad "man/fill.sh failed on $page.in"
+        continue
+    fi
+    out=$(LC_ALL=C.UTF-8 MANWIDTH=80 render "$tmp/$page")
+    [ -z "$out" ] && ok "$page renders without warnings under a ${#long}-character prefix" \
+        || bad "$page under a ${#long}-character prefix: $out"
 done
 
 for page in cubatch.1 cubatch.7; do
