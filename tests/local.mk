@@ -24,6 +24,10 @@ bench_dl_threads_LDADD = -ldl -lpthread
 TESTS += tests/package/check_design_refs.sh
 EXTRA_DIST += tests/package/check_design_refs.sh docs/design.md
 
+# The Debian package names the project's license, in LICENSE's words.
+TESTS += tests/package/check_license.sh
+EXTRA_DIST += tests/package/check_license.sh
+
 # What the test, example and benchmark scripts share (GPU, library, toolkit).
 EXTRA_DIST += tests/harness/lib.sh
 

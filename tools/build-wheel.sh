@@ -58,4 +58,4 @@ check=$(find "$st" -name cubatch-check -type f)
 strip --strip-debug "$st/lib/libcubatch.so" "$check"
 say "packing"
 python3 "$src/tools/make-wheel.py" --lib "$st/lib/libcubatch.so" --launcher "$st/bin/cubatch" \
-    --report "$st/bin/cubatch-report" --check "$check" --python "$src/python" --version "$version" --out "$out"
+    --report "$st/bin/cubatch-report" --check "$check" --python "$src/python" --license "$src/LICENSE" --version "$version" --out "$out"

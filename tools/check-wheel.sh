@@ -42,6 +42,10 @@ names=$(python3 -c 'import sys, zipfile; print("\n".join(zipfile.ZipFile(sys.arg
 printf '%s\n' "$names" | sed 's/^/    /'
 outside=$(printf '%s\n' "$names" | grep -v -E '^(cubatch/|cubatch-[0-9.]+\.dist-info/)' || true)
 [ -z "$outside" ] && ok "only cubatch/ and its .dist-info in the wheel" || bad "files outside the package: $outside"
+python3 -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1])
+n = [x for x in z.namelist() if x.endswith(".dist-info/LICENSE")]
+sys.exit(0 if n and z.read(n[0]) == open(sys.argv[2], "rb").read() else 1)' "$whl" "$src/LICENSE" &&
+    ok "the .dist-info carries the project's LICENSE" || bad "the wheel lacks the project's LICENSE"
 
 say "auditwheel show (auditwheel from PyPI)"
 tag=$(basename "$whl" .whl | sed 's/^cubatch-[^-]*-py3-none-//')

@@ -35,6 +35,7 @@ def main():
     for opt in ("--lib", "--launcher", "--report", "--check"):
         ap.add_argument(opt, required=True, help="the installed file")
     ap.add_argument("--python", required=True, help="the source folder holding cubatch/")
+    ap.add_argument("--license", required=True, help="the project's LICENSE file")
     ap.add_argument("--version", required=True)
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
@@ -66,6 +67,9 @@ Name: cubatch
 Version: %s
 Summary: Batch a CUDA program's small asynchronous copies, without changing the program (LD_PRELOAD)
 Requires-Python: >=3.7
+License: MIT
+Classifier: License :: OSI Approved :: MIT License
+License-File: LICENSE
 Description-Content-Type: text/plain
 
 cubatch is a library preloaded into an unmodified CUDA program: it collects runs
@@ -75,6 +79,8 @@ console script: `cubatch python train.py` (or `python -m cubatch ...`);
 `cubatch --help` lists the options.  The cubatch module (loaded, batching,
 flush, set_enabled, stats) talks to the preloaded library through ctypes.
 """ % a.version).encode(), 0o644)
+    with open(a.license, "rb") as f:
+        files[dist + "/LICENSE"] = (f.read(), 0o644)
     files[dist + "/WHEEL"] = (("Wheel-Version: 1.0\nGenerator: cubatch tools/make-wheel.py\n"
                                "Root-Is-Purelib: false\nTag: %s\n" % tag).encode(), 0o644)
     files[dist + "/entry_points.txt"] = (b"[console_scripts]\ncubatch = cubatch._launch:main\n"
