@@ -308,12 +308,21 @@ static int write_all(int fd, const char *buf, size_t n)
     return 0;
 }
 
-/* Open, write, close; an errno, or 0. */
+/* Open, write, close; an errno, or 0.  Opened without blocking: a FIFO that
+ * nobody reads (one the start check could not see: created later, or named
+ * through %p or %h) then fails with ENXIO instead of holding the program at
+ * exit forever; once open, writes block as usual (a reader is there). */
 static int write_direct(const char *path, const char *buf, size_t n)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0644);
     if (fd < 0)
         return errno;
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+        int err = errno;
+        close(fd);
+        return err;
+    }
     int err = write_all(fd, buf, n);
     if (close(fd) && !err)
         err = errno;
@@ -355,7 +364,7 @@ static int write_replace(const char *path, const char *buf, size_t n, int *no_te
 static int write_report_file(const char *pattern, const char *buf, size_t n)
 {
     char path[PATH_MAX], q[CB_QUOTE_LEN], e[128];
-    int err;
+    int err, fifo = 0;
     if (stats_path(pattern, path, sizeof path)) {
         err = ENAMETOOLONG;
         snprintf(path, sizeof path, "%s", pattern);
@@ -363,6 +372,7 @@ static int write_report_file(const char *pattern, const char *buf, size_t n)
         struct stat st;
         int exists = stat(path, &st) == 0;
         if (exists && !S_ISREG(st.st_mode)) {
+            fifo = S_ISFIFO(st.st_mode);
             err = write_direct(path, buf, n); /* a terminal, a pipe, a device */
         } else {
             /* a link to a report is updated where it points */
@@ -376,8 +386,12 @@ static int write_report_file(const char *pattern, const char *buf, size_t n)
     }
     if (!err)
         return 0;
-    cb_warn("cannot write the report to %s: %s; it follows on stderr", cb_quote(path, q, sizeof q),
-            cb_errstr(err, e, sizeof e));
+    if (fifo && err == ENXIO)
+        cb_warn("cannot write the report to %s: a FIFO that nobody is reading; it follows on stderr",
+                cb_quote(path, q, sizeof q));
+    else
+        cb_warn("cannot write the report to %s: %s; it follows on stderr", cb_quote(path, q, sizeof q),
+                cb_errstr(err, e, sizeof e));
     return -1;
 }
 

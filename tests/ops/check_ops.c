@@ -371,6 +371,30 @@ START_TEST(fifo_nobody_reads_does_not_hang)
 }
 END_TEST
 
+/* The same FIFO named through an escape (%h: the start check cannot see it),
+ * or made after the program started: the report's own open must not block. */
+START_TEST(fifo_behind_an_escape_does_not_hang)
+{
+    char *d = tmpdir_new();
+    char host[128] = "", path[400], file[240];
+    ck_assert_int_eq(gethostname(host, sizeof host - 1), 0);
+    snprintf(path, sizeof path, "%s/fifo.%s", d, host);
+    ck_assert_int_eq(mkfifo(path, 0600), 0);
+    snprintf(file, sizeof file, "CUBATCH_STATS_FILE=%s/fifo.%%h", d);
+    const char *env[] = {"CUBATCH_STATS=json", file, NULL};
+    const char *argv[] = {OPSPROG, "copies", "8", NULL};
+    struct res r = run(argv, PRELOAD | SIM, env); /* a hang ends in the child's alarm: 128 + SIGALRM */
+    ck_assert_msg(r.status == 0, "status %d: %s", r.status, tail(r.err));
+    ck_assert_msg(strstr(r.err, "cannot write the report to ") && strstr(r.err, ": a FIFO that nobody is reading; "
+                                                                                "it follows on stderr\n"),
+                  "%s", tail(r.err));
+    ck_assert_msg(strstr(r.err, "{\"cubatch\":"), "no report on stderr: %s", tail(r.err));
+    res_free(&r);
+    unlink(path);
+    tmpdir_free(d);
+}
+END_TEST
+
 /* A FIFO somebody reads gets the whole report (the check at start must not hand
  * the reader an end of file before it). */
 START_TEST(fifo_with_a_reader_gets_the_report)
@@ -674,7 +698,8 @@ int main(void)
         {"reports", {two_processes_two_reports, six_processes_six_reports, host_name_and_percent_in_the_name,
                      one_name_many_processes_never_torn, fork_child_reports_its_own_work, write_failure_says_why,
                      file_alone_means_text_report, fifo_nobody_reads_does_not_hang}},
-        {"report_names", {fifo_with_a_reader_gets_the_report, long_file_name_gives_its_length}},
+        {"report_names", {fifo_with_a_reader_gets_the_report, fifo_behind_an_escape_does_not_hang,
+                          long_file_name_gives_its_length}},
         {"messages", {log_0_silences_every_message, empty_values_mean_the_default, log_2_shows_values_in_use_in_their_words,
                       long_values_cut_and_control_characters_escaped, unknown_names_get_the_closest_option,
                       the_cap_counts_warnings_only, policy_beyond_max_copy_names_the_limit}},
