@@ -8,7 +8,9 @@
  * One uthash table keyed by handle, under its own lock: a record or an observer
  * looks an event up once, never scanning the runs.  The lock is a leaf (run.c):
  * taken under a run lock or none, and nothing is taken while it is held. */
-#include "run.h"
+#include "event.h"
+
+#include <pthread.h>
 
 #include <stdlib.h>
 #include <string.h>

@@ -11,7 +11,7 @@ noinst_LTLIBRARIES += src/libcubatch-core.la
 nodist_include_HEADERS = include/cubatch.h
 
 src_libcubatch_core_la_SOURCES = \
-	src/internal.h src/stats.h src/run.h src/hazard.h src/engine.h src/copies.h \
+	src/internal.h src/stats.h src/run.h src/event.h src/hazard.h src/engine.h src/copies.h \
 	src/engine_batch.h src/engine_loop.h src/engine_kernel.h src/ptds.h src/smwork.h src/copy_kernel.h \
 	src/hooks.def src/hooks_each.h src/driver.def src/options.def src/stats.def \
 	src/copy.c src/context.c src/classify.c src/policy.c \
