@@ -20,5 +20,5 @@ man/cubatch.7: $(srcdir)/man/cubatch.7.in
 man/cubatch-report.1: $(srcdir)/man/cubatch-report.1.in
 
 # The pages render without a warning (groff -ww), and cubatch(7) lists every option.
-TESTS += tests/check_man.sh
-EXTRA_DIST += tests/check_man.sh
+TESTS += tests/package/check_man.sh
+EXTRA_DIST += tests/package/check_man.sh

@@ -2,7 +2,7 @@
 # fragments; everything else of tests/ is here.
 include $(srcdir)/tests/sim/local.mk
 include $(srcdir)/tests/gpu/local.mk
-include $(srcdir)/tests/nvtx.mk
+include $(srcdir)/tests/nvtx/local.mk
 
 # Operations (tests/ops/check_ops.c): reports from many processes and across fork,
 # log levels and quoting, unknown CUBATCH_ names, processes without CUDA.

@@ -55,8 +55,8 @@ cubatch-report: $(srcdir)/tools/cubatch-report.in $(srcdir)/src/stats.def Makefi
 	chmod +x $@.tmp && mv $@.tmp $@ && rm -f $@.rows
 
 # Reports of several processes, summed per host and in total.
-TESTS += tests/check_report.sh
-EXTRA_DIST += tests/check_report.sh
+TESTS += tests/ops/check_report.sh
+EXTRA_DIST += tests/ops/check_report.sh
 
 # Packaging: the Debian packages (tools/check-deb.sh builds, lints, installs and
 # runs them) and the Python wheel (tools/build-wheel.sh, tools/check-wheel.sh).
