@@ -116,7 +116,8 @@ static int defer(struct cb_copy_req *rq, CUresult *rc)
     }
     /* Whatever happens to this copy, it follows what rule 3 orders it after:
      * other streams' runs, flushed before this one's lock is taken (run.c). */
-    *rc = cb_flush_cross(rq->stream, rq->sk);
+    if (CB_UNLIKELY(cb_runs_cross_pending(rq->sk)))
+        *rc = cb_flush_cross(rq->stream, rq->sk);
     struct cb_run *run = cb_run_lock_key(&key, 1, &created);
     if (!run) {
         cb_bump(&cb_stats_thread()->v[why], 1);

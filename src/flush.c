@@ -132,7 +132,7 @@ CUresult cb_flush_all(enum cb_flush_why why) { return flush_unless_idle(CB_ALL_R
 
 CUresult cb_flush_cross(CUstream s, enum cb_stream_kind sk)
 {
-    if (sk == CB_SK_LEGACY ? !cb_runs_blocking_active() : !cb_runs_legacy_pending())
+    if (!cb_runs_cross_pending(sk))
         return CUDA_SUCCESS;
     /* Rule 3: work on the legacy stream follows every blocking stream's earlier
      * work; and the mirror image: work on a blocking stream (a per-thread one

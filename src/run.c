@@ -55,8 +55,8 @@ static struct cb_run *cb_free_runs; /* removed runs, kept for reuse (store lock)
  * flush trigger return without taking a lock. */
 static atomic_int cb_active;
 static atomic_int cb_nonempty; /* runs holding copies: what the timer waits for */
-static atomic_int cb_legacy_nonempty; /* legacy-stream runs holding copies */
-static atomic_int cb_blocking_active; /* active runs of blocking streams, the legacy one's not */
+atomic_int cb_legacy_nonempty; /* legacy-stream runs holding copies (read inline: run.h) */
+atomic_int cb_blocking_active; /* active runs of blocking streams, the legacy one's not (run.h) */
 static atomic_int cb_marked; /* runs holding markers (rule 11): what event observers look for */
 /* Run locks this thread holds: a driver call made from inside a submission that
  * comes back into a wrapper must not try to flush again. */
@@ -105,8 +105,6 @@ void cb_store_unlock(void) { pthread_mutex_unlock(&cb_store_mu); }
 
 int cb_runs_active(void) { return atomic_load_explicit(&cb_active, memory_order_acquire) > 0; }
 int cb_runs_nonempty(void) { return atomic_load(&cb_nonempty) > 0; }
-int cb_runs_legacy_pending(void) { return atomic_load_explicit(&cb_legacy_nonempty, memory_order_acquire) > 0; }
-int cb_runs_blocking_active(void) { return atomic_load_explicit(&cb_blocking_active, memory_order_acquire) > 0; }
 int cb_runs_marked(void) { return atomic_load_explicit(&cb_marked, memory_order_acquire) > 0; }
 
 void cb_run_set_active(struct cb_run *run)

@@ -151,8 +151,27 @@ static inline void cb_run_set_queued(struct cb_run *run)
 int cb_run_is_owner(const struct cb_run *run);
 int cb_runs_active(void);   /* some run holds copies, a pending join or a pending error */
 int cb_runs_nonempty(void); /* some run holds copies */
-int cb_runs_legacy_pending(void); /* some legacy-stream run holds copies */
-int cb_runs_blocking_active(void); /* some active run of a blocking stream other than the legacy one */
+/* Two counts of run.c's (it alone writes them), read inline: every copy asks
+ * whether rule 3 orders it after another stream's run, and the answer is
+ * nearly always no. */
+extern atomic_int cb_legacy_nonempty, cb_blocking_active;
+/* some legacy-stream run holds copies */
+static inline int cb_runs_legacy_pending(void)
+{
+    return atomic_load_explicit(&cb_legacy_nonempty, memory_order_acquire) > 0;
+}
+/* some active run of a blocking stream other than the legacy one */
+static inline int cb_runs_blocking_active(void)
+{
+    return atomic_load_explicit(&cb_blocking_active, memory_order_acquire) > 0;
+}
+/* A copy on a stream of kind sk may have to follow another stream's run (rule 3:
+ * blocking runs before a legacy-stream copy; its mirror image: legacy runs before
+ * a blocking-stream copy); cb_flush_cross (flush.c) finds out and flushes. */
+static inline int cb_runs_cross_pending(enum cb_stream_kind sk)
+{
+    return sk == CB_SK_LEGACY ? cb_runs_blocking_active() : cb_runs_legacy_pending();
+}
 int cb_runs_marked(void);         /* some run holds markers */
 /* Each run in the table, in turn (store lock held; lock each to look at it). */
 #define CB_RUNS_EACH(run, tmp) HASH_ITER(hh, cb_run_table, run, tmp)
