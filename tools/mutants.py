@@ -98,6 +98,8 @@ MUTANTS = {
                                "rule 3/12 (legacy side stream)"),
     "run-lock-dropped": ("src/run.c", "        cb_run_lock(run);\n        if (CB_LIKELY(holds_key(run, key)))\n            return run;",
                          "        cb_tls_held++;\n        if (CB_LIKELY(holds_key(run, key)))\n            return run;", "run locks (a run's copies from two threads)"),
+    "cross-check-skipped-on-copy-path": ("src/copy.c", "    if (CB_UNLIKELY(cb_runs_cross_pending(rq->sk)))\n        *rc = cb_flush_cross(rq->stream, rq->sk);",
+                                         "    if (0)\n        *rc = cb_flush_cross(rq->stream, rq->sk);", "rule 3 (a copy follows other streams' runs)"),
     "context-flush-skips-a-stream": ("src/flush.c", "        if (!run->active || !matches(run, which)) {",
                                      "        if (!run->active || !matches(run, which) || !run->hh.next) {", "rule 6 (every run, every stream)"),
 }
