@@ -3,34 +3,119 @@
  *
  * A pointer query costs as much as a good part of what deferring a copy may
  * spend (docs/design.md section 6, "Per-call costs"); two per copy would spend
- * it all.  Copy loops touch few allocations, so each thread
- * keeps the last few allocation ranges it resolved.  Any free, unregister, unmap
+ * it all.  So each thread keeps the allocation ranges it resolved, sorted, and
+ * finds a pointer's by binary search.  Any free, unregister, unmap
  * or context teardown bumps a global generation and so empties every cache: a
  * stale range can never be used, at the price of one query after each free.
  * Pageable results are never cached (they must be re-checked: the memory may be
  * registered later, and registration also bumps the generation). */
 #include "internal.h"
 
+#include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
-#define CB_CLASS_CACHE 8
+/* Ranges a thread keeps.  A framework's copy loop may go between many
+ * allocations: PyTorch's pinned-memory allocator gives each host tensor its
+ * own, so `_foreach_copy_` of 256 tensors touches 256 host ranges, and a
+ * cache smaller than the loop queries the driver for nearly every copy. */
+#define CB_CLASS_CACHE 512
 
 struct cb_range {
     uintptr_t lo, hi;
-    uint64_t gen;
     enum cb_kind kind;
     int device;
     CUcontext kctx;
 };
+/* Sorted by lo and disjoint (allocations do not overlap while no memory is
+ * freed, and any free starts a new generation); valid for one generation. */
 struct cb_cache {
+    uint64_t gen;
+    unsigned n;
     struct cb_range e[CB_CLASS_CACHE];
-    unsigned next;
 };
 
 static atomic_uint_fast64_t cb_class_gen = 1;
+/* One per thread that classified a pointer (16 KiB: too large for static TLS in
+ * a library that may be dlopened), freed at the thread's exit. */
 static CB_TLS struct cb_cache *cb_tls_cache;
+static pthread_key_t cb_cache_key;
+static pthread_once_t cb_cache_once = PTHREAD_ONCE_INIT;
+static void cache_free(void *c) { free(c); }
+static void cache_key(void) { pthread_key_create(&cb_cache_key, cache_free); }
 
 void cb_forget_classes(void) { atomic_fetch_add_explicit(&cb_class_gen, 1, memory_order_release); }
+
+/* The first entry of c whose range starts above p. */
+static unsigned cache_upper(const struct cb_cache *c, uintptr_t p)
+{
+    unsigned lo = 0, hi = c->n;
+    while (lo < hi) {
+        unsigned mid = (lo + hi) / 2;
+        if (c->e[mid].lo <= p)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The cached range holding p, or NULL (a cache of an older generation is
+ * emptied first). */
+static const struct cb_range *cache_find(struct cb_cache *c, uint64_t gen, uintptr_t p)
+{
+    if (!c)
+        return NULL;
+    if (c->gen != gen) {
+        c->gen = gen;
+        c->n = 0;
+        return NULL;
+    }
+    unsigned i = cache_upper(c, p);
+    return i > 0 && p < c->e[i - 1].hi ? &c->e[i - 1] : NULL;
+}
+
+/* Keep r (a range the driver just described, of generation gen).  A cache
+ * holding a range that overlaps r (stale, though no free was seen) starts
+ * again empty.  A full one drops an entry chosen by a hash of r's address: a
+ * loop over more allocations than the cache holds still finds some of them
+ * (dropping the oldest, or everything, would miss on every copy of it). */
+static void cache_put(uint64_t gen, const struct cb_range *r)
+{
+    struct cb_cache *c = cb_tls_cache;
+    if (!c) {
+        pthread_once(&cb_cache_once, cache_key);
+        c = calloc(1, sizeof *c);
+        if (!c)
+            return; /* classified, just not cached */
+        if (pthread_setspecific(cb_cache_key, c)) {
+            free(c);
+            return;
+        }
+        cb_tls_cache = c;
+    }
+    if (c->gen != gen) {
+        c->gen = gen;
+        c->n = 0;
+    }
+    if (c->n == CB_CLASS_CACHE) {
+        unsigned drop = (unsigned)(((uint64_t)r->lo * 0x9E3779B97F4A7C15u) >> 32) % CB_CLASS_CACHE;
+        memmove(&c->e[drop], &c->e[drop + 1], (c->n - drop - 1) * sizeof c->e[0]);
+        c->n--;
+    }
+    unsigned i = cache_upper(c, r->lo);
+    if ((i > 0 && c->e[i - 1].hi > r->lo) || (i < c->n && c->e[i].lo < r->hi)) {
+        c->n = 0;
+        i = 0;
+    }
+    memmove(&c->e[i + 1], &c->e[i], (c->n - i) * sizeof c->e[0]);
+    c->e[i] = *r;
+    c->n++;
+}
+
+/* cb_classify, and the start of the allocation holding p (p itself when the
+ * range is unknown). */
+static int classify(uintptr_t p, struct cb_class *out, uintptr_t *lo);
 
 /* The pair of allocations the thread's last copy went between: a copy loop's
  * next copy usually goes between the same two (cb_classify_pair). */
@@ -50,39 +135,33 @@ int cb_classify_pair(uintptr_t dst, uintptr_t src, struct cb_class *d, struct cb
         *s = pr->s;
         return 0;
     }
-    if (cb_classify(dst, d) || cb_classify(src, s))
+    uintptr_t dlo, slo;
+    if (classify(dst, d, &dlo) || classify(src, s, &slo))
         return -1;
     /* only ranges the cache would keep: known, with a known extent */
-    if (d->kind != CB_MEM_UNKNOWN && d->end && s->kind != CB_MEM_UNKNOWN && s->end) {
-        uintptr_t dlo = dst, slo = src;
-        /* the start of each range, as the per-thread cache has it */
-        struct cb_cache *c = cb_tls_cache;
-        for (unsigned i = 0; c && i < CB_CLASS_CACHE; i++) {
-            if (c->e[i].gen == gen && dst >= c->e[i].lo && dst < c->e[i].hi)
-                dlo = c->e[i].lo;
-            if (c->e[i].gen == gen && src >= c->e[i].lo && src < c->e[i].hi)
-                slo = c->e[i].lo;
-        }
+    if (d->kind != CB_MEM_UNKNOWN && d->end && s->kind != CB_MEM_UNKNOWN && s->end)
         *pr = (struct cb_pair){gen, dlo, d->end, slo, s->end, *d, *s};
-    }
     return 0;
 }
 
 int cb_classify(uintptr_t p, struct cb_class *out)
 {
+    uintptr_t lo;
+    return classify(p, out, &lo);
+}
+
+static int classify(uintptr_t p, struct cb_class *out, uintptr_t *lo)
+{
     uint64_t gen = atomic_load_explicit(&cb_class_gen, memory_order_acquire);
-    struct cb_cache *c = cb_tls_cache;
-    if (CB_LIKELY(c != NULL)) {
-        for (unsigned i = 0; i < CB_CLASS_CACHE; i++) {
-            const struct cb_range *r = &c->e[i];
-            if (r->gen == gen && p >= r->lo && p < r->hi) {
-                out->kind = r->kind;
-                out->device = r->device;
-                out->end = r->hi;
-                out->kctx = r->kctx;
-                return 0;
-            }
-        }
+    const struct cb_range *r = cache_find(cb_tls_cache, gen, p);
+    *lo = p;
+    if (r) {
+        out->kind = r->kind;
+        out->device = r->device;
+        out->end = r->hi;
+        out->kctx = r->kctx;
+        *lo = r->lo;
+        return 0;
     }
     if (!cb_drv.cuPointerGetAttributes)
         return -1;
@@ -115,13 +194,7 @@ int cb_classify(uintptr_t p, struct cb_class *out)
     out->end = range_ok ? (uintptr_t)start + size : 0;
     if (out->kind == CB_MEM_UNKNOWN || !range_ok)
         return 0;
-    if (!c) {
-        c = calloc(1, sizeof *c);
-        if (!c)
-            return 0; /* classified, just not cached */
-        cb_tls_cache = c;
-    }
-    c->e[c->next] = (struct cb_range){(uintptr_t)start, (uintptr_t)start + size, gen, out->kind, out->device, out->kctx};
-    c->next = (c->next + 1) % CB_CLASS_CACHE;
+    *lo = (uintptr_t)start;
+    cache_put(gen, &(struct cb_range){(uintptr_t)start, (uintptr_t)start + size, out->kind, out->device, out->kctx});
     return 0;
 }

@@ -100,6 +100,9 @@ MUTANTS = {
                          "        cb_tls_held++;\n        if (CB_LIKELY(holds_key(run, key)))\n            return run;", "run locks (a run's copies from two threads)"),
     "cross-check-skipped-on-copy-path": ("src/copy.c", "    if (CB_UNLIKELY(cb_runs_cross_pending(rq->sk)))\n        *rc = cb_flush_cross(rq->stream, rq->sk);",
                                          "    if (0)\n        *rc = cb_flush_cross(rq->stream, rq->sk);", "rule 3 (a copy follows other streams' runs)"),
+    "class-cache-small": ("src/classify.c", "#define CB_CLASS_CACHE 512", "#define CB_CLASS_CACHE 8", "section 6 (a pointer query per allocation, not per copy)"),
+    "class-cache-keeps-stale-overlap": ("src/classify.c", "    if ((i > 0 && c->e[i - 1].hi > r->lo) || (i < c->n && c->e[i].lo < r->hi)) {",
+                                        "    if (0) {", "rule 1 (a range the driver redrew replaces the cached one)"),
     "context-flush-skips-a-stream": ("src/flush.c", "        if (!run->active || !matches(run, which)) {",
                                      "        if (!run->active || !matches(run, which) || !run->hh.next) {", "rule 6 (every run, every stream)"),
 }

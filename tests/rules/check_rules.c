@@ -264,6 +264,20 @@ START_TEST(pageable_passes_through)
 }
 END_TEST
 
+/* Classification asks the driver once per allocation, however many a copy
+ * loop goes between (256 pinned buffers, one each: PyTorch's pinned tensors);
+ * a loop over more than a thread keeps still gets every byte right. */
+START_TEST(many_allocations_are_classified_once)
+{
+    struct pair p = both("many_pinned", NULL);
+    ck_assert_int_eq(num_of(&p.plain, "pointer_queries_in_rounds_2_3: "), 0);
+    ck_assert_int_eq(num_of(&p.shim, "pointer_queries_in_rounds_2_3: "), 0);
+    STAT_GE(p.shim, "deferred", 3 * 255);
+    STAT_EQ(p.shim, "pass_query", 0);
+    pair_free(&p);
+}
+END_TEST
+
 START_TEST(single_copy_goes_out_as_itself)
 {
     /* an isolated copy is the first of its burst: issued at once, as it came */
@@ -1363,7 +1377,8 @@ END_TEST
 int main(void)
 {
     const struct th_case cases[] = {
-        {"deferral", {runs_become_batches, pageable_passes_through, single_copy_goes_out_as_itself,
+        {"deferral", {runs_become_batches, pageable_passes_through, many_allocations_are_classified_once,
+                      single_copy_goes_out_as_itself,
                       policy_keeps_slow_band_out, policy_pass_through_keeps_the_run, slow_copies_pass_fast_ones_batch,
                       managed_memory}},
         {"capture", {capture_flushes_then_passes_through}},

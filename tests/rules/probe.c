@@ -888,6 +888,41 @@ static void sc_single(void) { copies_then_sync(0, 1, 4096); }
 static void sc_pair(void) { copies_then_sync(0, 2, 4096); }
 static void sc_d2h_20(void) { copies_then_sync(0, 20, 4096); }
 
+/* A framework's copy loop between many allocations: PyTorch's pinned-memory
+ * allocator gives each host tensor its own, so `_foreach_copy_` of 256 tensors
+ * goes between 256 host ranges.  Three rounds of host-to-device copies from 256
+ * pinned buffers, then one round from 600 (more ranges than a thread keeps:
+ * some are dropped, the bytes stay right).  Prints the pointer queries
+ * of rounds 2 and 3: the driver is asked once per range, in round 1. */
+static void sc_many_pinned(void)
+{
+    enum { NB = 600, NR = 256 };
+    unsigned char *h[NB], *back = pinned((size_t)NB * SZ), *want = malloc((size_t)NB * SZ);
+    for (int i = 0; i < NB; i++) {
+        h[i] = pinned(SZ);
+        fill(h[i], SZ, 40 + i);
+    }
+    CUdeviceptr d = devmem((size_t)NB * SZ);
+    CUstream s = mkstream(CU_STREAM_NON_BLOCKING);
+    unsigned long later = 0;
+    for (int round = 0; round < 4; round++) {
+        int n = round < 3 ? NR : NB;
+        unsigned long q0 = sim_count("cuPointerGetAttributes");
+        for (int i = 0; i < n; i++)
+            CK(cuMemcpyHtoDAsync_v2(d + (CUdeviceptr)i * SZ, h[(i + round) % n], SZ, s));
+        CK(cuStreamSynchronize(s));
+        if (round == 1 || round == 2)
+            later += sim_count("cuPointerGetAttributes") - q0;
+    }
+    for (int i = 0; i < NB; i++)
+        memcpy(want + (size_t)i * SZ, h[(i + 3) % NB], SZ);
+    CK(cuMemcpyDtoHAsync_v2(back, d, (size_t)NB * SZ, s));
+    CK(cuStreamSynchronize(s));
+    expect("many_pinned", back, want, (size_t)NB * SZ);
+    printf("pointer_queries_in_rounds_2_3: %lu\n", later);
+    free(want);
+}
+
 /* Deferred 4 KiB D2H copies interleaved with 16 KiB H2D copies that the policy
  * passes through: disjoint ones do not break the run; one that overwrites what a
  * queued copy still has to read must wait for it (rule 5 across pass-through). */
@@ -2070,7 +2105,7 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"big", sc_big},
     {"d2h_20", sc_d2h_20},         {"managed", sc_managed},
     {"free_realloc", sc_free_realloc}, {"hostfunc", sc_hostfunc},
-    {"interleave", sc_interleave},   {"pace", sc_pace},     {"ctx_reset", sc_ctx_reset}, {"ctx_destroy", sc_ctx_destroy},
+    {"interleave", sc_interleave},   {"many_pinned", sc_many_pinned},   {"pace", sc_pace},     {"ctx_reset", sc_ctx_reset}, {"ctx_destroy", sc_ctx_destroy},
     {"ctx_event", sc_ctx_event},     {"primary_release", sc_primary_release},   {"resolve", sc_resolve},
     {"sm_busy", sc_sm_busy},         {"sm_idle_sync", sc_sm_idle_sync},   {"sm_idle_event", sc_sm_idle_event},
     {"sm_idle_query", sc_sm_idle_query}, {"sm_room", sc_sm_room},         {"sm_busy_d2d", sc_sm_busy_d2d},

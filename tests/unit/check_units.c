@@ -1,7 +1,8 @@
 /* check_units.c - the pure parts of cubatch, tested in-process, linked with the
  * library's internals (src/libcubatch-core.la, nothing exported for the tests):
- * option parsing, the size policy, and the hazard rule (docs/design.md rule 5)
- * against a brute-force reference. */
+ * option parsing, the size policy, the hazard rule (docs/design.md rule 5)
+ * against a brute-force reference, and the classification cache against a
+ * driver that answers from a known set of ranges. */
 #include "run.h"
 
 #include <check.h>
@@ -232,6 +233,125 @@ START_TEST(hazard_matches_brute_force)
 }
 END_TEST
 
+/* ---- classification (classify.c): the per-thread range cache ---------------------- */
+
+/* A driver that knows a set of disjoint ranges (its truth may change under the
+ * cache, as it would after a free cubatch did not see) and counts its queries. */
+struct fake_range {
+    uintptr_t lo, hi;
+    unsigned memtype; /* CU_MEMORYTYPE_DEVICE or _HOST */
+};
+static struct fake_range *fake_world;
+static size_t fake_n;
+static unsigned long fake_queries;
+
+static CUresult CUDAAPI fake_pointer_attributes(unsigned int num, CUpointer_attribute *attrs, void **data, CUdeviceptr ptr)
+{
+    fake_queries++;
+    const struct fake_range *r = NULL;
+    for (size_t i = 0; i < fake_n; i++)
+        if (ptr >= fake_world[i].lo && ptr < fake_world[i].hi)
+            r = &fake_world[i];
+    for (unsigned i = 0; i < num; i++) {
+        switch (attrs[i]) {
+        case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: *(unsigned *)data[i] = r ? r->memtype : 0; break;
+        case CU_POINTER_ATTRIBUTE_IS_MANAGED: *(unsigned *)data[i] = 0; break;
+        case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *(int *)data[i] = r && r->memtype == CU_MEMORYTYPE_DEVICE ? 0 : -1; break;
+        case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *(CUdeviceptr *)data[i] = r ? r->lo : 0; break;
+        case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *(size_t *)data[i] = r ? r->hi - r->lo : 0; break;
+        case CU_POINTER_ATTRIBUTE_CONTEXT: *(CUcontext *)data[i] = NULL; break;
+        case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: *(CUdeviceptr *)data[i] = ptr; break;
+        default: return CUDA_ERROR_INVALID_VALUE;
+        }
+    }
+    return CUDA_SUCCESS;
+}
+
+static void fake_install(struct fake_range *world, size_t n)
+{
+    fake_world = world;
+    fake_n = n;
+    fake_queries = 0;
+    cb_drv.cuPointerGetAttributes = fake_pointer_attributes;
+    cb_forget_classes(); /* what earlier tests left in this thread's cache is gone */
+}
+
+/* Every answer is the driver's, for loops over few and over many allocations,
+ * and the driver is asked once per allocation while they fit in the cache. */
+START_TEST(classify_matches_the_driver)
+{
+    enum { M = 1500 };
+    static struct fake_range world[M];
+    uint32_t x = 12345;
+    for (size_t i = 0; i < M; i++) { /* a range every 64 KiB, 4 KiB to 60 KiB long, shuffled kinds */
+        x = x * 1103515245u + 12345u;
+        world[i].lo = 0x10000000u + i * 0x10000u;
+        world[i].hi = world[i].lo + 0x1000u * (1 + (x >> 16) % 15);
+        world[i].memtype = (x >> 8) & 1 ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+    }
+    fake_install(world, M);
+    const size_t loops[] = {256, 300, 1200};
+    for (size_t l = 0; l < 3; l++) {
+        size_t n = loops[l];
+        cb_forget_classes(); /* each loop from an empty cache */
+        unsigned long before = fake_queries;
+        for (int round = 0; round < 3; round++) {
+            for (size_t i = 0; i < n; i++) {
+                x = x * 1103515245u + 12345u;
+                const struct fake_range *r = &world[(i * 7 + l * 311) % M];
+                uintptr_t p = r->lo + x % (r->hi - r->lo), gap = r->hi + 16; /* inside, and just past the end */
+                struct cb_class c;
+                ck_assert_int_eq(cb_classify(p, &c), 0);
+                ck_assert_int_eq(c.kind, r->memtype == CU_MEMORYTYPE_DEVICE ? CB_MEM_DEVICE : CB_MEM_HOST);
+                ck_assert_uint_eq(c.end, r->hi);
+                if (i % 64 == 0) {
+                    ck_assert_int_eq(cb_classify(gap, &c), 0);
+                    ck_assert_int_eq(c.kind, CB_MEM_UNKNOWN);
+                }
+            }
+        }
+        unsigned long asked = fake_queries - before, gaps = 3 * ((n + 63) / 64);
+        if (n <= 512)
+            ck_assert_msg(asked == n + gaps, "%zu allocations, 3 rounds: %lu queries (want %lu)", n, asked, n + gaps);
+        else /* more than the cache holds: every answer still right, no more than a query each */
+            ck_assert_msg(asked <= 3 * n + gaps, "%zu allocations, 3 rounds: %lu queries", n, asked);
+    }
+    /* After such a loop the cache learns a smaller one again, without a free:
+     * within a few rounds the driver is not asked at all. */
+    unsigned long last = (unsigned long)-1;
+    for (int round = 0; round < 16 && last; round++) {
+        unsigned long before = fake_queries;
+        for (size_t i = 0; i < 256; i++) {
+            struct cb_class c;
+            ck_assert_int_eq(cb_classify(world[i].lo, &c), 0);
+            ck_assert_uint_eq(c.end, world[i].hi);
+        }
+        last = fake_queries - before;
+    }
+    ck_assert_msg(last == 0, "a loop of 256 allocations still asks the driver %lu times a round after 16 rounds", last);
+}
+END_TEST
+
+/* A range the driver now draws across a cached one (freed and allocated again
+ * where cubatch did not see it): the cached one is dropped, not trusted. */
+START_TEST(classify_drops_a_range_the_driver_redrew)
+{
+    static struct fake_range world[1];
+    world[0] = (struct fake_range){0x100000, 0x200000, CU_MEMORYTYPE_DEVICE};
+    fake_install(world, 1);
+    struct cb_class c;
+    ck_assert_int_eq(cb_classify(0x110000, &c), 0);
+    ck_assert_int_eq(c.kind, CB_MEM_DEVICE);
+    world[0] = (struct fake_range){0x180000, 0x280000, CU_MEMORYTYPE_HOST};
+    ck_assert_int_eq(cb_classify(0x240000, &c), 0); /* not cached: asked, and overlaps the old range */
+    ck_assert_int_eq(c.kind, CB_MEM_HOST);
+    unsigned long before = fake_queries;
+    ck_assert_int_eq(cb_classify(0x110000, &c), 0); /* the old range's part the driver no longer has */
+    ck_assert_uint_eq(fake_queries - before, 1);
+    ck_assert_int_eq(c.kind, CB_MEM_UNKNOWN);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("units");
@@ -246,6 +366,10 @@ int main(void)
     tcase_add_test(tc, policy_default_follows_measurement);
     tcase_add_test(tc, policy_parsing);
     tcase_add_test(tc, policy_bands_checked);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("classification");
+    tcase_add_test(tc, classify_matches_the_driver);
+    tcase_add_test(tc, classify_drops_a_range_the_driver_redrew);
     suite_add_tcase(s, tc);
     tc = tcase_create("hazards");
     tcase_add_test(tc, hazard_rules);
