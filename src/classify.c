@@ -41,7 +41,13 @@ static atomic_uint_fast64_t cb_class_gen = 1;
 static CB_TLS struct cb_cache *cb_tls_cache;
 static pthread_key_t cb_cache_key;
 static pthread_once_t cb_cache_once = PTHREAD_ONCE_INIT;
-static void cache_free(void *c) { free(c); }
+/* Run in the exiting thread; a copy made by a later destructor finds no cache
+ * (and makes a new one) instead of the freed one. */
+static void cache_free(void *c)
+{
+    cb_tls_cache = NULL;
+    free(c);
+}
 static void cache_key(void) { pthread_key_create(&cb_cache_key, cache_free); }
 
 void cb_forget_classes(void) { atomic_fetch_add_explicit(&cb_class_gen, 1, memory_order_release); }

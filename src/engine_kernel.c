@@ -54,7 +54,13 @@ static pthread_mutex_t cb_kctxs_mu = PTHREAD_MUTEX_INITIALIZER;
 static CB_TLS struct cb_kparams *cb_tls_kp;
 static pthread_key_t cb_kp_key;
 static pthread_once_t cb_kp_once = PTHREAD_ONCE_INIT;
-static void kp_free(void *p) { free(p); }
+/* Run in the exiting thread; a launch made by a later destructor finds no block
+ * (and makes a new one) instead of the freed one. */
+static void kp_free(void *p)
+{
+    cb_tls_kp = NULL;
+    free(p);
+}
 static void kp_key(void) { pthread_key_create(&cb_kp_key, kp_free); }
 
 static struct cb_kparams *thread_kp(void)

@@ -85,9 +85,12 @@ void cb_stats_set_batching(int on, const char *reason)
     cb_batching_reason = reason;
 }
 
+/* Run in the exiting thread: a copy counted by a later destructor takes a
+ * block again instead of writing into one another thread may now hold. */
 static void thread_exit(void *p)
 {
     struct cb_tstats *t = p;
+    cb_tls_stats = NULL;
     pthread_mutex_lock(&cb_stats_lock);
     t->in_use = 0;
     pthread_mutex_unlock(&cb_stats_lock);

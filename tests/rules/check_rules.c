@@ -737,6 +737,16 @@ START_TEST(exit_flushes)
 }
 END_TEST
 
+/* A thread's last copies, made by a destructor that runs after cubatch's own
+ * thread-exit cleanup: the same bytes, and batched like any others. */
+START_TEST(copies_after_thread_cleanup)
+{
+    struct pair p = both("exit_destructor", NULL);
+    STAT_GE(p.shim, "deferred", 3 * (2 * 64 - 2));
+    pair_free(&p);
+}
+END_TEST
+
 START_TEST(fork_flushes_and_child_starts_empty)
 {
     struct pair p = both("fork", NULL);
@@ -1394,7 +1404,8 @@ int main(void)
                     pointer_queries_failing_pass_through, allocation_failure_passes_through,
                     context_reset_flushes_first, context_destroy_flushes_first,
                     primary_release_forgets_only_what_goes}},
-        {"process", {exit_flushes, fork_flushes_and_child_starts_empty, process_without_cuda_is_untouched}},
+        {"process", {exit_flushes, fork_flushes_and_child_starts_empty, copies_after_thread_cleanup,
+                     process_without_cuda_is_untouched}},
         {"version", {driver_12_8_passes_through, missing_entry_point_passes_through, switched_off_passes_through,
                      bad_environment_is_reported}},
         {"interposition", {every_path_reaches_the_right_wrapper}},

@@ -11,7 +11,7 @@ if ldd "$lib" 2>/dev/null | grep -q -E 'lib(asan|tsan)'; then
 fi
 vg="valgrind -q --error-exitcode=9 --leak-check=no --track-origins=no"
 status=0
-for sc in basic chain capture ptds_ctxsync ptds_legacy destroy errors threads interleave fork exit resolve; do
+for sc in basic chain capture ptds_ctxsync ptds_legacy destroy errors threads interleave fork exit exit_destructor resolve; do
     out=$(LD_PRELOAD=$lib CUBATCH_FLUSH_US=1000000 LD_LIBRARY_PATH=$b/tests/sim/.libs \
           timeout 300 $vg "$b/tests/probe" "$sc" 2>&1)
     rc=$?

@@ -888,6 +888,46 @@ static void sc_single(void) { copies_then_sync(0, 1, 4096); }
 static void sc_pair(void) { copies_then_sync(0, 2, 4096); }
 static void sc_d2h_20(void) { copies_then_sync(0, 20, 4096); }
 
+/* Copies made by a thread-exit destructor of the program's that runs after
+ * cubatch's own (its key was made later, so it comes later in each round of
+ * destructors): cubatch's per-thread state (counters, classified ranges, the
+ * kernel's parameter block) is gone by then and must be made again, never
+ * used freed.  memcheck and ASan see the difference (check_valgrind). */
+struct late {
+    CUdeviceptr d;
+    unsigned char *in, *out;
+    CUstream s;
+};
+static pthread_key_t g_late_key;
+static void late_round_trip(struct late *l)
+{
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyHtoDAsync_v2(l->d + (size_t)i * SZ, l->in + (size_t)i * SZ, SZ, l->s));
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(l->out + (size_t)i * SZ, l->d + (size_t)i * SZ, SZ, l->s));
+    CK(cuStreamSynchronize(l->s));
+}
+static void late_destructor(void *arg) { late_round_trip(arg); }
+static void *late_worker(void *arg)
+{
+    CK(cuCtxSetCurrent(g_ctx));
+    late_round_trip(arg); /* cubatch's per-thread state is made here */
+    pthread_setspecific(g_late_key, arg);
+    return NULL;
+}
+static void sc_exit_destructor(void)
+{
+    struct late l = {devmem(N * SZ), pinned(N * SZ), pinned(N * SZ), mkstream(CU_STREAM_NON_BLOCKING)};
+    fill(l.in, N * SZ, 41);
+    late_round_trip(&l); /* cubatch makes its thread keys here, before the program's */
+    pthread_key_create(&g_late_key, late_destructor);
+    memset(l.out, 0, N * SZ);
+    pthread_t th;
+    pthread_create(&th, NULL, late_worker, &l);
+    pthread_join(th, NULL);
+    expect("copies from a late thread-exit destructor", l.out, l.in, N * SZ);
+}
+
 /* A framework's copy loop between many allocations: PyTorch's pinned-memory
  * allocator gives each host tensor its own, so `_foreach_copy_` of 256 tensors
  * goes between 256 host ranges.  Three rounds of host-to-device copies from 256
@@ -2105,7 +2145,7 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"big", sc_big},
     {"d2h_20", sc_d2h_20},         {"managed", sc_managed},
     {"free_realloc", sc_free_realloc}, {"hostfunc", sc_hostfunc},
-    {"interleave", sc_interleave},   {"many_pinned", sc_many_pinned},   {"pace", sc_pace},     {"ctx_reset", sc_ctx_reset}, {"ctx_destroy", sc_ctx_destroy},
+    {"interleave", sc_interleave},   {"many_pinned", sc_many_pinned}, {"exit_destructor", sc_exit_destructor},   {"pace", sc_pace},     {"ctx_reset", sc_ctx_reset}, {"ctx_destroy", sc_ctx_destroy},
     {"ctx_event", sc_ctx_event},     {"primary_release", sc_primary_release},   {"resolve", sc_resolve},
     {"sm_busy", sc_sm_busy},         {"sm_idle_sync", sc_sm_idle_sync},   {"sm_idle_event", sc_sm_idle_event},
     {"sm_idle_query", sc_sm_idle_query}, {"sm_room", sc_sm_room},         {"sm_busy_d2d", sc_sm_busy_d2d},
