@@ -17,8 +17,9 @@
 
 /* Ranges a thread keeps.  A framework's copy loop may go between many
  * allocations: PyTorch's pinned-memory allocator gives each host tensor its
- * own, so `_foreach_copy_` of 256 tensors touches 256 host ranges, and a
- * cache smaller than the loop queries the driver for nearly every copy. */
+ * own, so `_foreach_copy_` touches one host range per tensor, and a cache
+ * smaller than the loop queries the driver for nearly every copy
+ * (docs/design.md, rule 1). */
 #define CB_CLASS_CACHE 512
 
 struct cb_range {
