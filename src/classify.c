@@ -9,10 +9,8 @@
  * stale range can never be used, at the price of one query after each free.
  * Pageable results are never cached (they must be re-checked: the memory may be
  * registered later, and registration also bumps the generation). */
-#include "internal.h"
+#include "tblock.h"
 
-#include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* Ranges a thread keeps.  A framework's copy loop may go between many
@@ -37,20 +35,6 @@ struct cb_cache {
 };
 
 static atomic_uint_fast64_t cb_class_gen = 1;
-/* One per thread that classified a pointer (16 KiB: too large for static TLS in
- * a library that may be dlopened), freed at the thread's exit. */
-static CB_TLS struct cb_cache *cb_tls_cache;
-static pthread_key_t cb_cache_key;
-static pthread_once_t cb_cache_once = PTHREAD_ONCE_INIT;
-/* Run in the exiting thread; a copy made by a later destructor finds no cache
- * (and makes a new one) instead of the freed one. */
-static void cache_free(void *c)
-{
-    cb_tls_cache = NULL;
-    free(c);
-}
-static void cache_key(void) { pthread_key_create(&cb_cache_key, cache_free); }
-
 void cb_forget_classes(void) { atomic_fetch_add_explicit(&cb_class_gen, 1, memory_order_release); }
 
 /* The first entry of c whose range starts above p. */
@@ -89,18 +73,9 @@ static const struct cb_range *cache_find(struct cb_cache *c, uint64_t gen, uintp
  * (dropping the oldest, or everything, would miss on every copy of it). */
 static void cache_put(uint64_t gen, const struct cb_range *r)
 {
-    struct cb_cache *c = cb_tls_cache;
-    if (!c) {
-        pthread_once(&cb_cache_once, cache_key);
-        c = calloc(1, sizeof *c);
-        if (!c)
-            return; /* classified, just not cached */
-        if (pthread_setspecific(cb_cache_key, c)) {
-            free(c);
-            return;
-        }
-        cb_tls_cache = c;
-    }
+    struct cb_cache *c = cb_thread_block(CB_TB_CLASSES, sizeof *c);
+    if (!c)
+        return; /* classified, just not cached */
     if (c->gen != gen) {
         c->gen = gen;
         c->n = 0;
@@ -160,7 +135,7 @@ int cb_classify(uintptr_t p, struct cb_class *out)
 static int classify(uintptr_t p, struct cb_class *out, uintptr_t *lo)
 {
     uint64_t gen = atomic_load_explicit(&cb_class_gen, memory_order_acquire);
-    const struct cb_range *r = cache_find(cb_tls_cache, gen, p);
+    const struct cb_range *r = cache_find(cb_thread_block_if_any(CB_TB_CLASSES), gen, p);
     *lo = p;
     if (r) {
         out->kind = r->kind;

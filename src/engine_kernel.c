@@ -20,6 +20,7 @@
  * disturbs a compute-bound kernel beside the copies least of the grids measured
  * (docs/design.md section 6, "Interference"). */
 #include "engine_kernel.h"
+#include "tblock.h"
 #include "copy_kernel.h"
 #include "stats.h"
 
@@ -48,32 +49,10 @@ struct cb_kctx {
 static struct cb_kctx *cb_kctxs;
 static pthread_mutex_t cb_kctxs_mu = PTHREAD_MUTEX_INITIALIZER;
 
-/* The parameter block of the launch being made, one per thread (32 KiB: too
- * large for static TLS in a library that may be dlopened), freed at the
- * thread's exit. */
-static CB_TLS struct cb_kparams *cb_tls_kp;
-static pthread_key_t cb_kp_key;
-static pthread_once_t cb_kp_once = PTHREAD_ONCE_INIT;
-/* Run in the exiting thread; a launch made by a later destructor finds no block
- * (and makes a new one) instead of the freed one. */
-static void kp_free(void *p)
-{
-    cb_tls_kp = NULL;
-    free(p);
-}
-static void kp_key(void) { pthread_key_create(&cb_kp_key, kp_free); }
-
+/* The parameter block of the launch being made: this thread's (tblock.c). */
 static struct cb_kparams *thread_kp(void)
 {
-    if (CB_LIKELY(cb_tls_kp != NULL))
-        return cb_tls_kp;
-    pthread_once(&cb_kp_once, kp_key);
-    struct cb_kparams *kp = malloc(sizeof *kp);
-    if (kp && pthread_setspecific(cb_kp_key, kp)) {
-        free(kp);
-        kp = NULL;
-    }
-    return cb_tls_kp = kp;
+    return cb_thread_block(CB_TB_KPARAMS, sizeof(struct cb_kparams));
 }
 
 int cb_kernel_engine_init(const char **why)
