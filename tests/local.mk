@@ -51,7 +51,7 @@ check_PROGRAMS += tests/check_units
 TESTS += tests/check_units
 tests_check_units_SOURCES = tests/unit/check_units.c
 tests_check_units_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
-tests_check_units_LDADD = src/libcubatch-core.la $(CHECK_LIBS) -ldl -lpthread
+tests_check_units_LDADD = src/libcubatch-core.la tests/libharness.la $(CHECK_LIBS) -ldl -lpthread
 tests_check_units_LDFLAGS = -no-install $(AM_LDFLAGS)
 
 # The rules of docs/design.md, end to end: probe scenarios under the preload against

@@ -1,8 +1,8 @@
 /* harness.h - what the test programs share: a program run in a fresh process
  * with a clean environment and a time limit, a file read whole (harness.c), and
  * the main() of the check-based tests (harness_check.c, with TH_WITH_CHECK
- * defined before this header).  Used by check_rules.c, check_ops.c and
- * fuzz/fuzz.c, through tests/libharness.la. */
+ * defined before this header).  Used by check_rules.c, check_ops.c,
+ * check_units.c and fuzz/fuzz.c, through tests/libharness.la. */
 #ifndef CUBATCH_TEST_HARNESS_H
 #define CUBATCH_TEST_HARNESS_H
 

@@ -4,6 +4,8 @@
  * against a brute-force reference, and the classification cache against a
  * driver that answers from a known set of ranges. */
 #include "run.h"
+#define TH_WITH_CHECK 1
+#include "../harness/harness.h"
 
 #include <check.h>
 #include <stdint.h>
@@ -354,30 +356,12 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("units");
-    TCase *tc = tcase_create("options");
-    tcase_add_test(tc, bool_words);
-    tcase_add_test(tc, option_table_checks_itself);
-    tcase_add_test(tc, sizes_and_ranges);
-    tcase_add_test(tc, enums);
-    tcase_add_test(tc, sizes_as_documented);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("policy");
-    tcase_add_test(tc, policy_default_follows_measurement);
-    tcase_add_test(tc, policy_parsing);
-    tcase_add_test(tc, policy_bands_checked);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("classification");
-    tcase_add_test(tc, classify_matches_the_driver);
-    tcase_add_test(tc, classify_drops_a_range_the_driver_redrew);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("hazards");
-    tcase_add_test(tc, hazard_rules);
-    tcase_add_test(tc, hazard_matches_brute_force);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const struct th_case cases[] = {
+        {"options", {bool_words, option_table_checks_itself, sizes_and_ranges, enums, sizes_as_documented}},
+        {"policy", {policy_default_follows_measurement, policy_parsing, policy_bands_checked}},
+        {"classification", {classify_matches_the_driver, classify_drops_a_range_the_driver_redrew}},
+        {"hazards", {hazard_rules, hazard_matches_brute_force}},
+    };
+    /* check's default limit per test */
+    return th_check_main("units", cases, sizeof cases / sizeof cases[0], 4);
 }
