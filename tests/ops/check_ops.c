@@ -349,24 +349,35 @@ START_TEST(file_alone_means_text_report)
 }
 END_TEST
 
+/* The copy program with CUBATCH_STATS_FILE=file, while fifo is a FIFO that
+ * nobody reads: it must not hang at exit (a hang ends in the child's alarm:
+ * 128 + SIGALRM), and the JSON report goes to stderr.  The caller checks the
+ * warning that says why. */
+static struct res run_beside_unread_fifo(const char *fifo, const char *file)
+{
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    char var[480];
+    snprintf(var, sizeof var, "CUBATCH_STATS_FILE=%s", file);
+    const char *env[] = {"CUBATCH_STATS=json", var, NULL};
+    const char *argv[] = {OPSPROG, "copies", "8", NULL};
+    struct res r = run(argv, PRELOAD | SIM, env);
+    unlink(fifo);
+    ck_assert_msg(r.status == 0, "status %d: %s", r.status, tail(r.err));
+    ck_assert_msg(strstr(r.err, "{\"cubatch\":"), "no report on stderr: %s", tail(r.err));
+    return r;
+}
+
 /* A report file that is a FIFO nobody reads: the program must not hang at exit
  * (it blocked in open() once); a warning says why, the report goes to stderr. */
 START_TEST(fifo_nobody_reads_does_not_hang)
 {
     char *d = tmpdir_new();
-    char path[200], file[240];
+    char path[200];
     snprintf(path, sizeof path, "%s/fifo", d);
-    ck_assert_int_eq(mkfifo(path, 0600), 0);
-    snprintf(file, sizeof file, "CUBATCH_STATS_FILE=%s", path);
-    const char *env[] = {"CUBATCH_STATS=json", file, NULL};
-    const char *argv[] = {OPSPROG, "copies", "8", NULL};
-    struct res r = run(argv, PRELOAD | SIM, env); /* a hang ends in the child's alarm: 128 + SIGALRM */
-    ck_assert_msg(r.status == 0, "status %d: %s", r.status, tail(r.err));
+    struct res r = run_beside_unread_fifo(path, path);
     ck_assert_msg(strstr(r.err, "is a FIFO that nobody is reading (the report would block the program at exit); "
                                 "the report goes to stderr\n"), "%s", tail(r.err));
-    ck_assert_msg(strstr(r.err, "{\"cubatch\":"), "no report on stderr: %s", tail(r.err));
     res_free(&r);
-    unlink(path);
     tmpdir_free(d);
 }
 END_TEST
@@ -379,18 +390,12 @@ START_TEST(fifo_behind_an_escape_does_not_hang)
     char host[128] = "", path[400], file[240];
     ck_assert_int_eq(gethostname(host, sizeof host - 1), 0);
     snprintf(path, sizeof path, "%s/fifo.%s", d, host);
-    ck_assert_int_eq(mkfifo(path, 0600), 0);
-    snprintf(file, sizeof file, "CUBATCH_STATS_FILE=%s/fifo.%%h", d);
-    const char *env[] = {"CUBATCH_STATS=json", file, NULL};
-    const char *argv[] = {OPSPROG, "copies", "8", NULL};
-    struct res r = run(argv, PRELOAD | SIM, env); /* a hang ends in the child's alarm: 128 + SIGALRM */
-    ck_assert_msg(r.status == 0, "status %d: %s", r.status, tail(r.err));
+    snprintf(file, sizeof file, "%s/fifo.%%h", d);
+    struct res r = run_beside_unread_fifo(path, file);
     ck_assert_msg(strstr(r.err, "cannot write the report to ") && strstr(r.err, ": a FIFO that nobody is reading; "
                                                                                 "it follows on stderr\n"),
                   "%s", tail(r.err));
-    ck_assert_msg(strstr(r.err, "{\"cubatch\":"), "no report on stderr: %s", tail(r.err));
     res_free(&r);
-    unlink(path);
     tmpdir_free(d);
 }
 END_TEST
