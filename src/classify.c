@@ -51,17 +51,21 @@ static unsigned cache_upper(const struct cb_cache *c, uintptr_t p)
     return lo;
 }
 
-/* The cached range holding p, or NULL (a cache of an older generation is
- * emptied first). */
+/* A cache of an older generation holds nothing of this one. */
+static void cache_renew(struct cb_cache *c, uint64_t gen)
+{
+    if (c->gen != gen) {
+        c->gen = gen;
+        c->n = 0;
+    }
+}
+
+/* The cached range holding p, or NULL. */
 static const struct cb_range *cache_find(struct cb_cache *c, uint64_t gen, uintptr_t p)
 {
     if (!c)
         return NULL;
-    if (c->gen != gen) {
-        c->gen = gen;
-        c->n = 0;
-        return NULL;
-    }
+    cache_renew(c, gen);
     unsigned i = cache_upper(c, p);
     return i > 0 && p < c->e[i - 1].hi ? &c->e[i - 1] : NULL;
 }
@@ -76,10 +80,7 @@ static void cache_put(uint64_t gen, const struct cb_range *r)
     struct cb_cache *c = cb_thread_block(CB_TB_CLASSES, sizeof *c);
     if (!c)
         return; /* classified, just not cached */
-    if (c->gen != gen) {
-        c->gen = gen;
-        c->n = 0;
-    }
+    cache_renew(c, gen);
     if (c->n == CB_CLASS_CACHE) {
         unsigned drop = (unsigned)(((uint64_t)r->lo * 0x9E3779B97F4A7C15u) >> 32) % CB_CLASS_CACHE;
         memmove(&c->e[drop], &c->e[drop + 1], (c->n - drop - 1) * sizeof c->e[0]);
@@ -97,41 +98,6 @@ static void cache_put(uint64_t gen, const struct cb_range *r)
 
 /* cb_classify, and the start of the allocation holding p (p itself when the
  * range is unknown). */
-static int classify(uintptr_t p, struct cb_class *out, uintptr_t *lo);
-
-/* The pair of allocations the thread's last copy went between: a copy loop's
- * next copy usually goes between the same two (cb_classify_pair). */
-struct cb_pair {
-    uint64_t gen;
-    uintptr_t dlo, dhi, slo, shi;
-    struct cb_class d, s;
-};
-static CB_TLS struct cb_pair cb_tls_pair;
-
-int cb_classify_pair(uintptr_t dst, uintptr_t src, struct cb_class *d, struct cb_class *s)
-{
-    struct cb_pair *pr = &cb_tls_pair;
-    uint64_t gen = atomic_load_explicit(&cb_class_gen, memory_order_acquire);
-    if (CB_LIKELY(pr->gen == gen && dst - pr->dlo < pr->dhi - pr->dlo && src - pr->slo < pr->shi - pr->slo)) {
-        *d = pr->d;
-        *s = pr->s;
-        return 0;
-    }
-    uintptr_t dlo, slo;
-    if (classify(dst, d, &dlo) || classify(src, s, &slo))
-        return -1;
-    /* only ranges the cache would keep: known, with a known extent */
-    if (d->kind != CB_MEM_UNKNOWN && d->end && s->kind != CB_MEM_UNKNOWN && s->end)
-        *pr = (struct cb_pair){gen, dlo, d->end, slo, s->end, *d, *s};
-    return 0;
-}
-
-int cb_classify(uintptr_t p, struct cb_class *out)
-{
-    uintptr_t lo;
-    return classify(p, out, &lo);
-}
-
 static int classify(uintptr_t p, struct cb_class *out, uintptr_t *lo)
 {
     uint64_t gen = atomic_load_explicit(&cb_class_gen, memory_order_acquire);
@@ -179,4 +145,37 @@ static int classify(uintptr_t p, struct cb_class *out, uintptr_t *lo)
     *lo = (uintptr_t)start;
     cache_put(gen, &(struct cb_range){(uintptr_t)start, (uintptr_t)start + size, out->kind, out->device, out->kctx});
     return 0;
+}
+
+/* The pair of allocations the thread's last copy went between: a copy loop's
+ * next copy usually goes between the same two (cb_classify_pair). */
+struct cb_pair {
+    uint64_t gen;
+    uintptr_t dlo, dhi, slo, shi;
+    struct cb_class d, s;
+};
+static CB_TLS struct cb_pair cb_tls_pair;
+
+int cb_classify_pair(uintptr_t dst, uintptr_t src, struct cb_class *d, struct cb_class *s)
+{
+    struct cb_pair *pr = &cb_tls_pair;
+    uint64_t gen = atomic_load_explicit(&cb_class_gen, memory_order_acquire);
+    if (CB_LIKELY(pr->gen == gen && dst - pr->dlo < pr->dhi - pr->dlo && src - pr->slo < pr->shi - pr->slo)) {
+        *d = pr->d;
+        *s = pr->s;
+        return 0;
+    }
+    uintptr_t dlo, slo;
+    if (classify(dst, d, &dlo) || classify(src, s, &slo))
+        return -1;
+    /* only ranges the cache would keep: known, with a known extent */
+    if (d->kind != CB_MEM_UNKNOWN && d->end && s->kind != CB_MEM_UNKNOWN && s->end)
+        *pr = (struct cb_pair){gen, dlo, d->end, slo, s->end, *d, *s};
+    return 0;
+}
+
+int cb_classify(uintptr_t p, struct cb_class *out)
+{
+    uintptr_t lo;
+    return classify(p, out, &lo);
 }
