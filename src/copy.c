@@ -6,6 +6,7 @@
  * after whatever it must follow. */
 #include "run.h"
 #include "smwork.h"
+#include "capture.h"
 #include "stats.h"
 
 /* ---- what the copy is ---------------------------------------------------------- */

@@ -23,6 +23,7 @@
 #include "copy_kernel.h"
 #include "nvtx.h"
 #include "smwork.h"
+#include "capture.h"
 #include "stats.h"
 
 int cb_batching;
@@ -78,9 +79,13 @@ static CUresult batch_submit(const struct cb_copies *c, size_t off, size_t n, CU
     CUresult end = cb_side_legacy_end(f, side);
     if (sub == CUDA_SUCCESS && end != CUDA_SUCCESS) {
         /* the legacy stream could not be made to wait: its later work must
-         * not overtake the copies, so wait here (rare: out of events) */
+         * not overtake the copies, so wait here (rare: out of events), unless
+         * a capture forbids the wait (rule 13): then the program hears it */
         cb_log(CB_LOG_WARN, "cannot order the legacy stream after a side batch (%d); waiting for it", (int)end);
-        return cb_drv.cuStreamSynchronize ? cb_drv.cuStreamSynchronize(side) : end;
+        cb_capture_lock();
+        CUresult waited = cb_capture_may_wait(side) && cb_drv.cuStreamSynchronize ? cb_drv.cuStreamSynchronize(side) : end;
+        cb_capture_unlock();
+        return waited;
     }
     return sub;
 }

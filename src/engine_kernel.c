@@ -20,6 +20,7 @@
  * disturbs a compute-bound kernel beside the copies least of the grids measured
  * (docs/design.md section 6, "Interference"). */
 #include "engine_kernel.h"
+#include "capture.h"
 #include "tblock.h"
 #include "copy_kernel.h"
 #include "stats.h"
@@ -74,13 +75,24 @@ size_t cb_kernel_engine_max(void) { return CB_KPARAMS_MAX; }
 
 static struct cb_kctx *load(const struct cb_stream_facts *f);
 
+/* A module load is refused (and invalidates the capture) while a global-mode
+ * capture runs anywhere or this thread captures in thread-local mode (rule 13):
+ * until then the context's runs take the other engines, and nothing is
+ * remembered against the context. */
 int cb_kernel_engine_ready(CUcontext ctx)
 {
     struct cb_kctx *k;
     pthread_mutex_lock(&cb_kctxs_mu);
     HASH_FIND_PTR(cb_kctxs, &ctx, k);
-    int ready = !k || k->mod != NULL;
+    int ready = k ? k->mod != NULL : 1;
     pthread_mutex_unlock(&cb_kctxs_mu);
+    if (ready && !k) {
+        cb_capture_lock();
+        ready = cb_capture_may_load();
+        cb_capture_unlock();
+        if (!ready)
+            CB_COUNT(kernel_load_held);
+    }
     return ready;
 }
 
@@ -106,6 +118,13 @@ static struct cb_kctx *load(const struct cb_stream_facts *f)
     k = calloc(1, sizeof *k);
     if (!k)
         return NULL;
+    /* under capture.c's lock: no capture can begin between the question and the load */
+    cb_capture_lock();
+    if (!cb_capture_may_load()) {
+        cb_capture_unlock();
+        free(k);
+        return NULL; /* a capture began since cb_kernel_engine_ready: not now */
+    }
     k->ctx = f->ctx;
     HASH_ADD_PTR(cb_kctxs, ctx, k);
 #ifdef CB_KERNEL_ENGINE
@@ -117,6 +136,7 @@ static struct cb_kctx *load(const struct cb_stream_facts *f)
         rc = cb_drv.cuModuleGetFunction(&k->fn[i], k->mod, cb_tiers[i].name);
     if (rc == CUDA_SUCCESS)
         rc = cb_drv.cuDeviceGetAttribute(&k->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, f->device);
+    cb_capture_unlock();
     if (rc != CUDA_SUCCESS || k->sms < 1) {
         cb_log(CB_LOG_NOTICE, "the copy kernel cannot be loaded in context %p (%d): its runs use the batch API",
                (void *)f->ctx, (int)rc);

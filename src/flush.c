@@ -4,6 +4,7 @@
  * per-thread stream exiting (rule 4).  Which wrapper asks for which is the ACTION
  * column of hooks.def; the decision to flush on the copy path is copy.c's. */
 #include "run.h"
+#include "capture.h"
 #include "smwork.h"
 #include "stats.h"
 #include "nvtx.h"
@@ -144,35 +145,17 @@ CUresult cb_flush_cross(CUstream s, enum cb_stream_kind sk)
     return CUDA_SUCCESS;
 }
 
-/* Captures under way (begun, not yet ended), in any stream of any thread. */
-static atomic_int cb_captures;
-
-int cb_captures_active(void) { return atomic_load_explicit(&cb_captures, memory_order_acquire) > 0; }
-
 CUresult cb_flush_capture_begin(CUstream s, int ptsz_entry)
 {
     CUresult rc = cb_flush_stream(s, ptsz_entry, CB_WHY_flush_stream);
     /* counted before the capture begins: no legacy run may open from now on */
-    atomic_fetch_add(&cb_captures, 1);
+    cb_capture_pending();
     if (!cb_runs_locked_here() && cb_runs_legacy_pending()) {
         CUresult r2 = flush_matching(CB_LEGACY_RUNS, CB_WHY_flush_stream);
         if (rc == CUDA_SUCCESS)
             rc = r2;
     }
     return rc;
-}
-
-void cb_capture_began(CUresult rc)
-{
-    if (rc != CUDA_SUCCESS)
-        atomic_fetch_sub(&cb_captures, 1);
-}
-
-void cb_capture_ended(void)
-{
-    int n = atomic_load(&cb_captures);
-    while (n > 0 && !atomic_compare_exchange_weak(&cb_captures, &n, n - 1))
-        ;
 }
 
 CUresult cb_flush_stream(CUstream s, int ptsz_entry, enum cb_flush_why why)

@@ -7,6 +7,7 @@
  * and its variants) are resolve.c's. */
 #include "internal.h"
 #include "init.h"
+#include "capture.h"
 #include "smwork.h"
 #include "stats.h"
 
@@ -76,10 +77,25 @@ static inline CUresult cb_flush_wait_args(int ptsz, CUstream s, CUevent e) { ret
                if (rc == CUDA_SUCCESS) CB_CALL(CB_LAUNCH_NOTE, ptsz, CB_EXPAND aarg))
 #define CB_WRAP_CTX_SYNC(name, ptsz, aarg, params, args) \
     CB_WRAPPER(name, params, args, cb_flush_all(CB_WHY_flush_context), if (rc == CUDA_SUCCESS) cb_smwork_ctx_synced aarg)
+/* A capture begins under capture.c's lock, after the flushes that precede it:
+ * no question cubatch asks about streams can fall between (rule 13). */
+static CUresult cb_capture_begin_before(int ptsz, CUstream s, CUstreamCaptureMode mode)
+{
+    (void)mode;
+    CUresult fe = cb_flush_capture_begin(s, ptsz);
+    cb_capture_lock();
+    return fe;
+}
+static void cb_capture_begin_after(int ptsz, CUresult rc, CUstream s, CUstreamCaptureMode mode)
+{
+    cb_capture_began(s, ptsz, mode, rc);
+}
 #define CB_WRAP_CAPTURE_BEGIN(name, ptsz, aarg, params, args) \
-    CB_WRAPPER(name, params, args, cb_flush_capture_begin(CB_EXPAND aarg, ptsz), cb_capture_began(rc))
+    CB_WRAPPER(name, params, args, cb_capture_begin_before(ptsz, CB_EXPAND aarg), \
+               cb_capture_begin_after(ptsz, rc, CB_EXPAND aarg))
+static inline CUresult cb_capture_end_before(int ptsz, CUstream s) { return cb_flush_stream(s, ptsz, CB_WHY_flush_stream); }
 #define CB_WRAP_CAPTURE_END(name, ptsz, aarg, params, args) \
-    CB_WRAPPER(name, params, args, CB_FLUSH_ARG(aarg, ptsz), cb_capture_ended())
+    CB_WRAPPER(name, params, args, cb_capture_end_before(ptsz, CB_EXPAND aarg), cb_capture_ended(CB_EXPAND aarg, ptsz))
 #define CB_WRAP_STREAM_FREE(name, ptsz, aarg, params, args) \
     CB_WRAPPER(name, params, args, CB_FLUSH_ARG(aarg, ptsz), cb_forget_classes())
 /* A stream about to be destroyed: never asked about again, its run flushed. */
@@ -88,8 +104,15 @@ static CUresult cb_destroy_stream_before(CUstream s, int ptsz)
     cb_smwork_forget_stream(s);
     return cb_flush_stream(s, ptsz, CB_WHY_flush_stream);
 }
+/* ... and gone: its run and any capture recorded on it are forgotten. */
+static void cb_destroy_stream_after(CUstream s, CUresult rc)
+{
+    cb_forget_stream(s);
+    if (rc == CUDA_SUCCESS)
+        cb_capture_forget_stream(s);
+}
 #define CB_WRAP_DESTROY_STREAM(name, ptsz, aarg, params, args) \
-    CB_WRAPPER(name, params, args, cb_destroy_stream_before(CB_EXPAND aarg, ptsz), cb_forget_stream(CB_EXPAND aarg))
+    CB_WRAPPER(name, params, args, cb_destroy_stream_before(CB_EXPAND aarg, ptsz), cb_destroy_stream_after(CB_EXPAND aarg, rc))
 #define CB_WRAP_CONTEXT(name, ptsz, aarg, params, args) \
     CB_WRAPPER(name, params, args, cb_flush_all(CB_WHY_flush_context), (void)0)
 #define CB_WRAP_FREE(name, ptsz, aarg, params, args) \

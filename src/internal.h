@@ -194,13 +194,10 @@ CUresult cb_flush_legacy(void); /* every blocking stream's run: legacy-stream wo
  * loads and a return. */
 CUresult cb_flush_cross(CUstream s, enum cb_stream_kind sk);
 CUresult cb_flush_all(enum cb_flush_why why);
-/* Captures (CAPTURE_BEGIN/END rows of hooks.def): begin flushes the stream and
- * every legacy run; while one is under way nothing is deferred on the legacy
- * stream (copy.c). */
+/* A capture begins (CAPTURE_BEGIN rows of hooks.def): counted as pending
+ * (capture.c), the stream and every legacy run flushed; while one is under way
+ * nothing is deferred on the legacy stream (copy.c). */
 CUresult cb_flush_capture_begin(CUstream s, int ptsz_entry);
-void cb_capture_began(CUresult rc);
-void cb_capture_ended(void);
-int cb_captures_active(void);
 /* Issue an eligible copy that is not deferred, ahead of its stream's run unless
  * they overlap (then the run goes first); returns the copy's result (or an
  * earlier flush error). */

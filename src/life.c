@@ -7,6 +7,7 @@
  * final flush runs while the driver and contexts are still alive.  A process
  * that never defers a copy registers nothing. */
 #include "internal.h"
+#include "capture.h"
 
 #include <stdlib.h>
 
@@ -16,15 +17,17 @@ static pthread_once_t cb_owner_key_once = PTHREAD_ONCE_INIT;
 
 static void at_exit(void) { cb_flush_exit(); }
 
-/* The timer's lock is taken last and given back first: the flush (and the
- * timer's looks) take it under the run locks. */
+/* The timer's lock and then capture.c's are taken last and given back first:
+ * the flush (and the timer's looks) take them under the run locks. */
 static void fork_prepare(void)
 {
     cb_flush_atfork_prepare();
     cb_timer_atfork_prepare();
+    cb_capture_atfork_prepare();
 }
 static void fork_parent(void)
 {
+    cb_capture_atfork_parent();
     cb_timer_atfork_parent();
     cb_flush_atfork_parent();
 }
@@ -32,6 +35,7 @@ static void fork_child(void)
 {
     cb_flush_atfork_child();
     cb_timer_atfork_child();
+    cb_capture_atfork_child();
 }
 
 void cb_life_arm(void)

@@ -18,8 +18,15 @@
  * Another thread's per-thread default stream cannot be asked (only its owner can
  * name it): it counts as busy until its owner's query finds it idle or a
  * context synchronize ends everything.  More busy streams than the table holds
- * make the whole context count as busy until a context synchronize. */
+ * make the whole context count as busy until a context synchronize.
+ *
+ * Captures (rule 13, capture.c): a launch into a capturing stream runs nothing
+ * until its graph is launched, so it is not counted (and the stream's flags
+ * are not asked: that would invalidate the capture); a stream is never queried
+ * while a capture forbids it (the stream captures, a global-mode capture runs
+ * anywhere, this thread has a thread-local one): it counts as busy. */
 #include "smwork.h"
+#include "capture.h"
 #include "stats.h"
 
 #define CB_BUSY_MAX 64
@@ -107,17 +114,24 @@ void cb_smwork_launch(CUstream s, int ptsz, CUfunction f, uint64_t blocks, uint6
 {
     if (!cb_tracking || !may_fill(f, blocks, threads, smem))
         return;
+    enum cb_stream_kind sk = cb_stream_kind(s, ptsz);
+    unsigned int flags = 0;
+    cb_capture_lock();
+    int captured = !cb_capture_stream_free(s, ptsz);
+    int blocking = captured || sk != CB_SK_CREATED || !cb_drv.cuStreamGetFlags ||
+                   cb_drv.cuStreamGetFlags(s, &flags) != CUDA_SUCCESS || !(flags & CU_STREAM_NON_BLOCKING);
+    cb_capture_unlock();
+    if (captured) {
+        CB_COUNT(launches_captured);
+        return;
+    }
     CB_COUNT(launches_filling);
     CUcontext ctx = NULL;
     if (!cb_drv.cuCtxGetCurrent || cb_drv.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS)
         ctx = NULL;
-    enum cb_stream_kind sk = cb_stream_kind(s, ptsz);
     uintptr_t stream = sk == CB_SK_LEGACY ? (uintptr_t)CU_STREAM_LEGACY
                        : sk == CB_SK_PER_THREAD ? (uintptr_t)CU_STREAM_PER_THREAD : (uintptr_t)s;
     uintptr_t owner = sk == CB_SK_PER_THREAD ? (uintptr_t)pthread_self() : 0;
-    unsigned int flags = 0;
-    int blocking = sk != CB_SK_CREATED || !cb_drv.cuStreamGetFlags || cb_drv.cuStreamGetFlags(s, &flags) != CUDA_SUCCESS ||
-                   !(flags & CU_STREAM_NON_BLOCKING);
     pthread_mutex_lock(&cb_busy_mu);
     int i = 0;
     while (i < cb_nbusy && !same_stream(&cb_busy[i], stream, owner, ctx))
@@ -197,8 +211,14 @@ int cb_smwork_may_delay(const struct cb_stream_facts *f)
             busy = 1;
             break;
         }
-        CB_COUNT(load_queries);
-        CUresult q = cb_drv.cuStreamQuery((CUstream)b->stream);
+        cb_capture_lock();
+        int may = cb_capture_may_wait((CUstream)b->stream);
+        CUresult q = may ? cb_drv.cuStreamQuery((CUstream)b->stream) : CUDA_ERROR_NOT_READY;
+        cb_capture_unlock();
+        if (may)
+            CB_COUNT(load_queries);
+        else
+            CB_COUNT(load_unasked); /* a capture forbids the query: taken as running */
         if (q == CUDA_ERROR_NOT_READY)
             busy = 1, cb_busy[i].busy_ns = now;
         else

@@ -51,6 +51,9 @@ static void run_free(struct run *r)
 
 /* Run `prog scenario` with a clean environment: PATH, the simulated driver, an
  * optional preload, and extra NAME=VALUE settings (NULL-terminated). */
+/* preload: 0 none, 1 cubatch under the rule tests' own engine and pipelining
+ * (below), CB_SHIPPED cubatch as it ships (only `extra` set). */
+enum { CB_SHIPPED = 2 };
 static struct run run_prog(const char *prog, const char *scenario, int preload, const char *const *extra)
 {
     char dir[] = "/tmp/cubatch-check-XXXXXX";
@@ -75,10 +78,10 @@ static struct run run_prog(const char *prog, const char *scenario, int preload, 
         own_pipeline |= !strncmp(*e, "CUBATCH_PIPELINE=", 17);
         own_engine |= !strncmp(*e, "CUBATCH_ENGINE=", 15);
     }
-    if (!own_pipeline)
+    if (!own_pipeline && preload != CB_SHIPPED)
         env[ne++] = "CUBATCH_PIPELINE=0";
     /* The batch API engine, unless a test (the kernel engine's) says otherwise. */
-    if (!own_engine)
+    if (!own_engine && preload != CB_SHIPPED)
         env[ne++] = "CUBATCH_ENGINE=batch";
     snprintf(e_stats_file, sizeof e_stats_file, "CUBATCH_STATS_FILE=%s", stats);
     env[ne++] = e_stats_file;
@@ -201,22 +204,46 @@ static char *lines_with(const struct run *r, const char *prefix)
     ck_assert_msg((r).status == 0 && strstr((r).out, "result: ok") && !strstr((r).out, "WRONG"),          \
                   "%s: status %d\n--- stdout\n%s--- stderr\n%s", what, (r).status, (r).out, (r).err)
 
-/* Run a scenario both ways; both must be right and observe the same things. */
+/* A run with cubatch preloaded must be right and observe what the plain run did. */
+static void same_as_plain(const struct run *plain, const struct run *shim, const char *how)
+{
+    ASSERT_OK(*shim, how);
+    const char *keys[] = {"digest:", "rc:"};
+    for (int k = 0; k < 2; k++) {
+        char *a = lines_with(plain, keys[k]), *b = lines_with(shim, keys[k]);
+        ck_assert_msg(!strcmp(a, b), "%s: %s differs:\nwithout:\n%swith:\n%s", how, keys[k], a, b);
+        free(a);
+        free(b);
+    }
+    ck_assert_msg(!strstr(shim->log, "USE_AFTER_FREE"), "%s: the simulated driver saw a use after free:\n%s", how,
+                  shim->log);
+    ck_assert_msg(!strstr(shim->log, "KERNEL_FAULT"), "%s: the copy kernel faulted:\n%s", how, shim->log);
+}
+
+/* Run a scenario both ways; both must be right and observe the same things.
+ * The counters a test asserts come from the run under the tests' own engine and
+ * pipelining (run_prog); unless the test set both itself, the scenario also
+ * runs as cubatch ships (auto engine, pipelining, the pace rule off), which
+ * must be just as right.  Not with CUSIM_FAIL: an injected fault names a
+ * driver function (the batch API, a copy entry), which another engine may not
+ * call, so the plain run and the shipped one would meet different drivers. */
 struct pair { struct run plain, shim; };
 static struct pair both(const char *scenario, const char *const *extra)
 {
     struct pair p = {probe(scenario, 0, extra), probe(scenario, 1, extra)};
     ASSERT_OK(p.plain, "without cubatch");
-    ASSERT_OK(p.shim, "with cubatch");
-    const char *keys[] = {"digest:", "rc:"};
-    for (int k = 0; k < 2; k++) {
-        char *a = lines_with(&p.plain, keys[k]), *b = lines_with(&p.shim, keys[k]);
-        ck_assert_msg(!strcmp(a, b), "%s differs:\nwithout:\n%swith:\n%s", keys[k], a, b);
-        free(a);
-        free(b);
+    same_as_plain(&p.plain, &p.shim, "with cubatch");
+    int own_engine = 0, own_pipeline = 0, faults = 0;
+    for (const char *const *e = extra; e && *e; e++) {
+        own_pipeline |= !strncmp(*e, "CUBATCH_PIPELINE=", 17);
+        own_engine |= !strncmp(*e, "CUBATCH_ENGINE=", 15);
+        faults |= !strncmp(*e, "CUSIM_FAIL=", 11);
     }
-    ck_assert_msg(!strstr(p.shim.log, "USE_AFTER_FREE"), "the simulated driver saw a use after free:\n%s", p.shim.log);
-    ck_assert_msg(!strstr(p.shim.log, "KERNEL_FAULT"), "the copy kernel faulted:\n%s", p.shim.log);
+    if ((!own_engine || !own_pipeline) && !faults) {
+        struct run shipped = probe(scenario, CB_SHIPPED, extra);
+        same_as_plain(&p.plain, &shipped, "with cubatch as shipped");
+        run_free(&shipped);
+    }
     return p;
 }
 static void pair_free(struct pair *p)
@@ -1384,6 +1411,49 @@ START_TEST(every_path_reaches_the_right_wrapper)
 }
 END_TEST
 
+/* ---- rule 13: cubatch's own calls while the program captures ----------------------------- */
+
+/* Each scenario captures in all three modes (tests/rules/probe.c); the simulated
+ * driver refuses and invalidates as the real one does (tests/data/capture-legal-
+ * h200.txt), so any call of cubatch's that the capture forbids changes what the
+ * program sees.  The shipped defaults first (auto engine, pipelining: the
+ * launch tracking and the copy kernel are on), then each engine forced. */
+static const char *const shipped[] = {"CUBATCH_ENGINE=auto", "CUBATCH_PIPELINE=1", NULL};
+static const char *const shipped_batch[] = {"CUBATCH_ENGINE=batch", "CUBATCH_PIPELINE=1", NULL};
+static const char *const shipped_kernel[] = {"CUBATCH_ENGINE=kernel", "CUBATCH_PIPELINE=1", NULL};
+
+START_TEST(captures_meet_only_calls_the_driver_allows)
+{
+    const char *const *const cfgs[] = {shipped, shipped_batch, shipped_kernel};
+    const char *const scenarios[] = {"capture_launch", "capture_beside_thread", "capture_beside_own",
+                                     "capture_first_kernel", "capture_first_kernel_own"};
+    for (size_t c = 0; c < 3; c++)
+        for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++) {
+            struct pair p = both(scenarios[i], cfgs[c]);
+            for (size_t m = 0; m < 3; m++) { /* every capture ended well, without cubatch too */
+                static const char *const mode[] = {"global", "thread_local", "relaxed"};
+                char want[64];
+                snprintf(want, sizeof want, "rc: %s end_capture 0\n", mode[m]);
+                ck_assert_msg(strstr(p.shim.out, want), "%s [%zu]: no '%s'\n%s", scenarios[i], c, want, p.shim.out);
+            }
+            if (c == 0 && i == 0) /* the filling launches into capturing streams: not tracked */
+                STAT_EQ(p.shim, "launches_captured", 3);
+            if (c == 0 && i == 1) /* global mode: no stream may be queried from any thread */
+                STAT_GE(p.shim, "load_unasked", 1);
+            if (c == 0 && i == 2) /* nor from the capturing thread (a stream found busy is
+                                   * then trusted for a while: one is enough) */
+                STAT_GE(p.shim, "load_unasked", 1);
+            if (c != 1 && i == 3) { /* global mode held the module load; the next mode loaded it */
+                STAT_GE(p.shim, "kernel_load_held", 1);
+                STAT_GE(p.shim, "kernel_launches", 1);
+            }
+            if (c != 1 && i == 4) /* the capturing thread's own copies: global and thread-local */
+                STAT_GE(p.shim, "kernel_load_held", 2);
+            pair_free(&p);
+        }
+}
+END_TEST
+
 int main(void)
 {
     const struct th_case cases[] = {
@@ -1391,7 +1461,7 @@ int main(void)
                       single_copy_goes_out_as_itself,
                       policy_keeps_slow_band_out, policy_pass_through_keeps_the_run, slow_copies_pass_fast_ones_batch,
                       managed_memory}},
-        {"capture", {capture_flushes_then_passes_through}},
+        {"capture", {capture_flushes_then_passes_through, captures_meet_only_calls_the_driver_allows}},
         {"legacy", {legacy_work_follows_blocking_runs, legacy_copies_never_batch}},
         {"per_thread_stream", {ptds_own_thread, ptds_other_thread_ctx_sync, ptds_other_thread_legacy,
                                ptds_side_stream_waits_for_a_copy_passed_ahead}},

@@ -1409,6 +1409,139 @@ static void sc_sm_busy_d2d(void) { sm_scenario(SM_BUSY_D2D); }
 static void sc_sm_busy_legacy(void) { sm_scenario(SM_BUSY_LEGACY); }
 static void sc_sm_legacy_compute(void) { sm_scenario(SM_LEGACY_COMPUTE); }
 static void sc_sm_destroyed(void) { sm_scenario(SM_DESTROYED); }
+/* ---- rule 13: cubatch's own calls while the program captures ------------------------------ */
+
+static const struct { CUstreamCaptureMode mode; const char *name; } cap_modes[] = {
+    {CU_STREAM_CAPTURE_MODE_GLOBAL, "global"},
+    {CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, "thread_local"},
+    {CU_STREAM_CAPTURE_MODE_RELAXED, "relaxed"},
+};
+#define CAP_MODES (sizeof cap_modes / sizeof cap_modes[0])
+
+/* End the capture of s, print what the program saw, replay the graph once. */
+static void capture_end_replay(CUstream s, const char *label)
+{
+    CUgraph g = NULL;
+    CUresult end = cuStreamEndCapture(s, &g);
+    printf("rc: %s end_capture %d\n", label, (int)end);
+    if (end != CUDA_SUCCESS)
+        return;
+    CUgraphExec ge;
+    CK(cuGraphInstantiateWithFlags(&ge, g, 0));
+    CK(cuGraphLaunch(ge, s));
+    CK(cuStreamSynchronize(s));
+    CK(cuGraphExecDestroy(ge));
+    CK(cuGraphDestroy(g));
+}
+
+/* In each mode: a run queued on s, then a capture of s holding a grid that
+ * fills the GPU, an event record, a small grid and copies; ended and replayed.
+ * Under the defaults cubatch tracks filling launches (rule 12): the one into
+ * the capturing stream must neither be asked about nor counted. */
+static void sc_capture_launch(void)
+{
+    CUfunction f = compute_fn();
+    unsigned char *in = pinned(N * SZ), *out = pinned(N * SZ);
+    fill(in, N * SZ, 90);
+    CUdeviceptr d = devmem(N * SZ);
+    for (size_t m = 0; m < CAP_MODES; m++) {
+        CUstream s = mkstream(CU_STREAM_NON_BLOCKING);
+        CUevent e;
+        CK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+        for (int i = 0; i < N; i++) /* deferred: the capture begin submits them */
+            CK(cuMemcpyHtoDAsync_v2(d + (size_t)i * SZ, in + (size_t)i * SZ, SZ, s));
+        CK(cuStreamBeginCapture_v2(s, cap_modes[m].mode));
+        compute(f, s, 8, 0);
+        printf("rc: %s record %d\n", cap_modes[m].name, (int)cuEventRecord(e, s));
+        compute(f, s, 1, 0);
+        for (int i = 0; i < N; i++) /* captured, not deferred */
+            printf("%s", cuMemcpyDtoHAsync_v2(out + (size_t)i * SZ, d + (size_t)i * SZ, SZ, s) ? "rc: copy failed\n" : "");
+        capture_end_replay(s, cap_modes[m].name);
+        expect("copies captured after a filling launch", out, in, N * SZ);
+        memset(out, 0xAB, N * SZ);
+        CK(cuEventDestroy_v2(e));
+        CK(cuStreamDestroy_v2(s));
+    }
+}
+
+/* The copying thread's work while another thread (or itself) captures: runs of
+ * host-to-device and device-to-host copies on its own stream t, flushed in
+ * chunks, with (busy) a filling kernel still running on stream x that rule 12
+ * would ask about.  Only asynchronous calls while the capture lasts: the program may
+ * make no query or synchronize then (global mode: in any thread). */
+struct cap_copier {
+    struct xthread x;
+    CUstream t;
+    CUdeviceptr d;
+    unsigned char *in, *out;
+};
+static void capture_copies(struct cap_copier *c)
+{
+    for (int r = 0; r < 4; r++)
+        for (int i = 0; i < N; i++)
+            CK(cuMemcpyHtoDAsync_v2(c->d + (size_t)i * SZ, c->in + (size_t)i * SZ, SZ, c->t));
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(c->out + (size_t)i * SZ, c->d + (size_t)i * SZ, SZ, c->t));
+}
+static void *cap_copier_main(void *arg)
+{
+    struct cap_copier *c = arg;
+    CK(cuCtxSetCurrent(g_ctx));
+    stage_wait(&c->x, 1); /* the capture has begun */
+    capture_copies(c);
+    stage_set(&c->x, 2);
+    stage_wait(&c->x, 3); /* the capture has ended */
+    CK(cuStreamSynchronize(c->t));
+    return NULL;
+}
+static void capture_beside(int same_thread, int busy)
+{
+    CUfunction f = compute_fn();
+    struct cap_copier c = {{PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, NULL, 0, 0}, NULL, 0, NULL, NULL};
+    c.in = pinned(N * SZ);
+    c.out = pinned(N * SZ);
+    c.d = devmem(N * SZ);
+    fill(c.in, N * SZ, 91);
+    CUstream x = mkstream(CU_STREAM_NON_BLOCKING);
+    for (size_t m = 0; m < CAP_MODES; m++) {
+        c.t = mkstream(CU_STREAM_NON_BLOCKING);
+        c.x.stage = 0;
+        if (busy)
+            compute(f, x, 8, 1u << 30); /* runs until something waits for it */
+        CUstream s = mkstream(CU_STREAM_NON_BLOCKING);
+        pthread_t th;
+        if (!same_thread)
+            pthread_create(&th, NULL, cap_copier_main, &c);
+        CK(cuStreamBeginCapture_v2(s, cap_modes[m].mode));
+        compute(f, s, 1, 0);
+        if (same_thread) {
+            capture_copies(&c);
+        } else {
+            stage_set(&c.x, 1);
+            stage_wait(&c.x, 2);
+        }
+        compute(f, s, 1, 0);
+        capture_end_replay(s, cap_modes[m].name);
+        if (same_thread) {
+            CK(cuStreamSynchronize(c.t));
+        } else {
+            stage_set(&c.x, 3);
+            pthread_join(th, NULL);
+        }
+        expect("copies beside a capture", c.out, c.in, N * SZ);
+        memset(c.out, 0xAB, N * SZ);
+        CK(cuStreamSynchronize(x));
+        CK(cuStreamDestroy_v2(s));
+        CK(cuStreamDestroy_v2(c.t));
+    }
+}
+static void sc_capture_beside_thread(void) { capture_beside(0, 1); }
+static void sc_capture_beside_own(void) { capture_beside(1, 1); }
+/* Nothing else runs: the copy kernel takes the runs, and its module is not
+ * loaded yet when the first capture begins. */
+static void sc_capture_first_kernel(void) { capture_beside(0, 0); }
+static void sc_capture_first_kernel_own(void) { capture_beside(1, 0); }
+
 /* ---- rule 11: event records as markers ----------------------------------------------- */
 
 /* 64 device-to-host copies on s1, each followed by a record of its own event
@@ -2162,6 +2295,9 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"two_streams", sc_two_streams}, {"two_peer", sc_two_peer}, {"two_ctxsync", sc_two_ctxsync},
     {"two_module", sc_two_module},   {"two_release", sc_two_release}, {"two_reset", sc_two_reset},
     {"two_ptds_switch", sc_two_ptds_switch},
+    {"capture_launch", sc_capture_launch}, {"capture_beside_thread", sc_capture_beside_thread},
+    {"capture_beside_own", sc_capture_beside_own}, {"capture_first_kernel", sc_capture_first_kernel},
+    {"capture_first_kernel_own", sc_capture_first_kernel_own},
 };
 
 int main(int argc, char **argv)
