@@ -4,8 +4,10 @@
 #   build-gpu-tests.sh DIR
 #
 # Produces DIR/drv_copies (C11, -lcuda), DIR/rt_copies_static (nvcc's default
-# static cudart), DIR/rt_copies_shared (-cudart shared) and DIR/rt_copies_ptds
-# (--default-stream per-thread).  Environment: NVCC (else configure's, in a
+# static cudart), DIR/rt_copies_shared (-cudart shared), DIR/rt_copies_ptds
+# (--default-stream per-thread), DIR/rt_capture (graph capture in every mode,
+# with cuBLAS when it links) and DIR/capture_legal (what the driver refuses
+# while a stream captures).  Environment: NVCC (else configure's, in a
 # build tree), CC, CUDA_HOME, NVCC_GENCODE (tests/harness/lib.sh: cb_cuda_toolkit,
 # cb_gencode).
 set -eu
@@ -29,6 +31,13 @@ nvflags="-std=c++17 -O2 $gencode -Xcompiler -Wall,-Wextra"
     -o "$out/rt_copies_shared"
 # shellcheck disable=SC2086
 "$nvcc" $nvflags --default-stream per-thread "$src/rt_copies.cu" -o "$out/rt_copies_ptds"
+# Capture as programs use it; cuBLAS in a capture when the toolkit has it.
+# shellcheck disable=SC2086
+"$nvcc" $nvflags -DWITH_CUBLAS "$src/rt_capture.cu" -o "$out/rt_capture" -lcublas \
+    -Xlinker -rpath -Xlinker "$libdir" ||
+    "$nvcc" $nvflags "$src/rt_capture.cu" -o "$out/rt_capture"
+${CC:-cc} -std=c11 -O2 -Wall -Wextra -I"$cuda/include" "$src/capture_legal.c" \
+    -o "$out/capture_legal" -L"$stubs" -lcuda -lpthread
 # The simulated-driver rule scenarios (tests/rules/probe.c), for the real driver.
 ${CC:-cc} -std=c11 -O2 -Wall -Wextra -I"$cuda/include" "$src/../rules/probe.c" \
     -o "$out/probe" -L"$stubs" -lcuda -lpthread -ldl

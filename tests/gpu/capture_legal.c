@@ -18,7 +18,9 @@
  * tests/data/capture-legal-h200.txt) and on the simulated one (tests/sim's
  * check compares the lines the simulator claims to model with that file).
  * Driver API only; exit 0 when every case ran, 77 without a GPU, 1 on a setup
- * error. */
+ * error.  `capture_legal --check` prefixes each line with "CHECK " for
+ * tests/gpu/run-gpu-tests.sh (which compares them with and without cubatch);
+ * any other argument runs only the call of that name. */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <pthread.h>
@@ -210,6 +212,8 @@ static const char *status_name(CUresult rc, CUstreamCaptureStatus st)
         }                                                                         \
     } while (0)
 
+static const char *line_prefix = "";
+
 static void one(unsigned flavor, CUstreamCaptureMode mode, const char *mode_name, const struct call *c,
                 int where, int in_thread)
 {
@@ -243,7 +247,7 @@ static void one(unsigned flavor, CUstreamCaptureMode mode, const char *mode_name
     if (g)
         cuGraphDestroy(g);
     /* a stream that joined the capture through a captured event ended with it */
-    printf("%s %s %s %s@%s rc=%d after=%s end=%d\n", flavor ? "nonblocking" : "blocking", mode_name, c->name,
+    printf("%s%s %s %s %s@%s rc=%d after=%s end=%d\n", line_prefix, flavor ? "nonblocking" : "blocking", mode_name, c->name,
            wheres[c->stream ? where : 3], in_thread ? "thread" : "here", (int)rc, status_name(qrc, st), (int)end);
     fflush(stdout);
     cuCtxSynchronize();
@@ -258,6 +262,10 @@ static void one(unsigned flavor, CUstreamCaptureMode mode, const char *mode_name
 int main(int argc, char **argv)
 {
     const char *only = argc > 1 ? argv[1] : NULL; /* one call's name */
+    if (only && !strcmp(only, "--check")) {
+        line_prefix = "CHECK ";
+        only = NULL;
+    }
     if (cuInit(0) != CUDA_SUCCESS)
         return 77;
     int n = 0;

@@ -9,6 +9,7 @@ EXTRA_DIST += \
 	tests/gpu/build-gpu-tests.sh \
 	tests/gpu/drv_copies.c \
 	tests/gpu/rt_copies.cu \
+	tests/gpu/rt_capture.cu tests/gpu/torch_capture.py tests/gpu/capture_legal.c \
 	tests/gpu/torch_copies.py \
 	tests/gpu/cupy_copies.py tests/gpu/cuda_core_copies.py
 # The real-GPU campaign's other parts (bench/RESULTS.md lists the commands).

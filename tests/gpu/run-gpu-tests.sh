@@ -7,7 +7,8 @@
 #                    [--configs "default all"] [--only "drv_copies rt_static ..."]
 #
 #   --bin DIR      use prebuilt programs from DIR (drv_copies, rt_copies_static,
-#                  rt_copies_shared, rt_copies_ptds); default: build them
+#                  rt_copies_shared, rt_copies_ptds, rt_capture, capture_legal);
+#                  default: build them
 #   --build DIR    build into DIR and keep it (default: a temporary folder)
 #   --lib PATH     libcubatch.so (default $CB_LIB, else src/.libs/libcubatch.so
 #                  under the current folder, then under the source tree)
@@ -77,7 +78,7 @@ tmo=${CB_GPU_TIMEOUT:-180}
 run_timeout=
 command -v timeout >/dev/null && run_timeout="timeout -k 10 $tmo"
 
-programs="drv_copies rt_static rt_shared rt_ptds torch cupy cuda_core"
+programs="drv_copies rt_static rt_shared rt_ptds rt_capture capture_legal torch torch_capture cupy cuda_core"
 [ -n "$only" ] && programs=$only
 
 cmd_of() {
@@ -86,7 +87,10 @@ cmd_of() {
     rt_static) echo "$bin/rt_copies_static" ;;
     rt_shared) echo "$bin/rt_copies_shared" ;;
     rt_ptds) echo "$bin/rt_copies_ptds" ;;
+    rt_capture) echo "$bin/rt_capture" ;;
+    capture_legal) echo "$bin/capture_legal --check" ;;
     torch) echo "$py $tdir/torch_copies.py" ;;
+    torch_capture) echo "$py $tdir/torch_capture.py" ;;
     cupy) echo "$py $tdir/cupy_copies.py" ;;
     cuda_core) echo "$py $tdir/cuda_core_copies.py" ;;
     *) return 1 ;;
