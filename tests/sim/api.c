@@ -184,6 +184,100 @@ static int is_blocking(const struct sim_stream *s)
     return s->kind != ST_LEGACY && !(s->flags & CU_STREAM_NON_BLOCKING);
 }
 
+/* ---- what a capture refuses (tests/data/capture-legal-h200.txt: the real driver's answers) */
+
+/* How a call can collide with a capture in progress; a call is any combination.  Every
+ * call that names a stream also meets the legacy rule (capture_refuses). */
+enum {
+    /* May synchronize implicitly, allocate, free or load: refused while a GLOBAL capture,
+     * or a THREAD_LOCAL capture begun by the calling thread, is active (RELAXED allows it). */
+    CAP_UNSAFE = 1u << 0,
+    /* Waits for the named stream, or reads what the driver will not read from one that
+     * captures: refused on a capturing stream (or, given a context, on a context that has
+     * one) in every mode, from every thread. */
+    CAP_NOT_CAPTURING = 1u << 1,
+    /* Asks for the capture status: the legacy rule refuses it but leaves the capture valid. */
+    CAP_PEEK = 1u << 2,
+};
+
+static int capture_active(const struct sim_capture *k)
+{
+    return k && k->status == CU_STREAM_CAPTURE_STATUS_ACTIVE;
+}
+
+/* The capture is broken for good: its later work and its end fail (_INVALIDATED). */
+static void capture_invalidate(struct sim_capture *k)
+{
+    if (capture_active(k))
+        k->status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+}
+
+/* Any call naming the legacy stream while a blocking stream of its context captures:
+ * the legacy stream would depend on (or be depended on by) the capture, which it cannot
+ * join. */
+static CUresult legacy_implicit(struct sim_stream *s, int peek)
+{
+    int hit = 0;
+    if (s->kind != ST_LEGACY)
+        return CUDA_SUCCESS;
+    for (struct sim_stream *o = s->ctx->streams; o; o = o->next)
+        if (is_blocking(o) && capture_active(o->cap)) {
+            if (!peek)
+                capture_invalidate(o->cap);
+            hit = 1;
+        }
+    return hit ? CUDA_ERROR_STREAM_CAPTURE_IMPLICIT : CUDA_SUCCESS;
+}
+
+/* s (if any) or a stream of ctx (if any) is capturing: the call would wait for work
+ * that is not enqueued, only recorded. */
+static CUresult not_capturing(struct sim_stream *s, struct sim_ctx *ctx)
+{
+    int hit = 0;
+    if (s && s->cap) {
+        capture_invalidate(s->cap);
+        hit = 1;
+    }
+    for (struct sim_stream *o = ctx ? ctx->streams : NULL; o; o = o->next)
+        if (o->cap) {
+            capture_invalidate(o->cap);
+            hit = 1;
+        }
+    return hit ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
+}
+
+/* A potentially unsafe call: every capture that forbids it from this thread ends
+ * invalidated, wherever (any context) it runs. */
+static CUresult unsafe_call(void)
+{
+    int hit = 0;
+    for (struct sim_ctx *x = ctx_list; x; x = x->next)
+        for (struct sim_stream *o = x->streams; o; o = o->next) {
+            struct sim_capture *k = o->cap;
+            if (!capture_active(k))
+                continue;
+            if (k->mode == CU_STREAM_CAPTURE_MODE_GLOBAL ||
+                (k->mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL && pthread_equal(k->thread, pthread_self()))) {
+                capture_invalidate(k);
+                hit = 1;
+            }
+        }
+    return hit ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
+}
+
+/* Does a capture in progress refuse this call (what: CAP_*; s: the stream it names, or
+ * NULL; ctx: the context it waits for, or NULL) from this thread now?  If so, the
+ * capture is invalidated (but for a CAP_PEEK call) and the driver's error returned. */
+static CUresult capture_refuses(unsigned what, struct sim_stream *s, struct sim_ctx *ctx)
+{
+    CUresult rc = s ? legacy_implicit(s, (what & CAP_PEEK) != 0) : CUDA_SUCCESS;
+    if (!rc && (what & CAP_NOT_CAPTURING))
+        rc = not_capturing(s, ctx);
+    if (!rc && (what & CAP_UNSAFE))
+        rc = unsafe_call();
+    return rc;
+}
+
 /* Before putting work on s.  *capturing = 1: the op goes into s->cap->graph. */
 static CUresult stream_use(struct sim_stream *s, int *capturing)
 {
@@ -196,39 +290,7 @@ static CUresult stream_use(struct sim_stream *s, int *capturing)
         *capturing = 1;
         return CUDA_SUCCESS;
     }
-    if (s->kind == ST_LEGACY) {
-        int hit = 0;
-        for (struct sim_stream *o = s->ctx->streams; o; o = o->next)
-            if (o->cap && is_blocking(o) && o->cap->status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
-                o->cap->status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
-                hit = 1;
-            }
-        if (hit)
-            return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
-    }
-    return CUDA_SUCCESS;
-}
-
-/* A call that would synchronize with (or free memory used by) the whole context while a
- * capture that forbids it is in progress: invalidate it and refuse. */
-static CUresult ctx_capture_check(struct sim_ctx *c)
-{
-    int hit = 0;
-    for (struct sim_ctx *x = ctx_list; x; x = x->next) {
-        if (c && x != c)
-            continue;
-        for (struct sim_stream *o = x->streams; o; o = o->next) {
-            struct sim_capture *k = o->cap;
-            if (!k || k->status != CU_STREAM_CAPTURE_STATUS_ACTIVE)
-                continue;
-            if (k->mode == CU_STREAM_CAPTURE_MODE_GLOBAL ||
-                (k->mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL && pthread_equal(k->thread, pthread_self()))) {
-                k->status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
-                hit = 1;
-            }
-        }
-    }
-    return hit ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
+    return capture_refuses(0, s, NULL);
 }
 
 static struct cb_kcopy *kcopy_dup(const void *src, size_t n)
@@ -963,7 +1025,8 @@ static CUresult primary_release(CUdevice dev)
     struct sim_ctx *c = primaries[dev];
     if (!c || !c->alive || c->refcount <= 0)
         return CUDA_ERROR_INVALID_CONTEXT;
-    if ((rc = ctx_capture_check(c)))
+    /* only the last release ends the context (runs its work, frees its memory) */
+    if (c->refcount == 1 && (rc = capture_refuses(CAP_UNSAFE, NULL, NULL)))
         return rc;
     if (--c->refcount == 0) {
         ctx_teardown(c);
@@ -979,7 +1042,7 @@ static CUresult primary_reset(CUdevice dev)
         return rc;
     struct sim_ctx *c = primaries[dev];
     if (c && c->alive) {
-        if ((rc = ctx_capture_check(c)))
+        if ((rc = capture_refuses(CAP_UNSAFE, NULL, NULL)))
             return rc;
         ctx_teardown(c);
         sim_handle_del(c);
@@ -1065,7 +1128,7 @@ static CUresult ctx_destroy(CUcontext ctx)
     struct sim_ctx *c = (struct sim_ctx *)ctx;
     if (c->primary)
         return CUDA_ERROR_INVALID_CONTEXT;
-    CUresult rc = ctx_capture_check(c);
+    CUresult rc = capture_refuses(CAP_UNSAFE, NULL, NULL);
     if (rc)
         return rc;
     ctx_teardown(c);
@@ -1227,9 +1290,10 @@ CUresult CUDAAPI cuCtxGetStreamPriorityRange(int *least, int *greatest)
     END(rc);
 }
 
+/* Waits for every stream of c: refused while one of them captures, in any mode. */
 static CUresult ctx_sync(struct sim_ctx *c)
 {
-    CUresult rc = ctx_capture_check(c);
+    CUresult rc = capture_refuses(CAP_NOT_CAPTURING | CAP_UNSAFE, NULL, c);
     if (rc)
         return rc;
     sim_run_ctx(c);
@@ -1288,6 +1352,14 @@ static CUresult alloc_mem(void **out, size_t n, int kind, unsigned flags, struct
     return CUDA_SUCCESS;
 }
 
+/* An allocation outside stream order (not cuMemAllocAsync) is a potentially unsafe call
+ * during capture. */
+static CUresult alloc_now(void **out, size_t n, int kind, unsigned flags, struct sim_ctx *c)
+{
+    CUresult rc = capture_refuses(CAP_UNSAFE, NULL, NULL);
+    return rc ? rc : alloc_mem(out, n, kind, flags, c);
+}
+
 CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t n)
 {
     BEGIN("cuMemAlloc_v2");
@@ -1297,7 +1369,7 @@ CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t n)
     if (!rc && !dptr)
         rc = CUDA_ERROR_INVALID_VALUE;
     if (!rc)
-        rc = alloc_mem(&p, n, MEM_DEVICE, 0, c);
+        rc = alloc_now(&p, n, MEM_DEVICE, 0, c);
     if (!rc)
         *dptr = (CUdeviceptr)(uintptr_t)p;
     KV("ptr=%p n=%zu", p, n);
@@ -1313,7 +1385,7 @@ CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t n, unsigned int fla
     if (!rc && !dptr)
         rc = CUDA_ERROR_INVALID_VALUE;
     if (!rc)
-        rc = alloc_mem(&p, n, MEM_MANAGED, flags, c);
+        rc = alloc_now(&p, n, MEM_MANAGED, flags, c);
     if (!rc)
         *dptr = (CUdeviceptr)(uintptr_t)p;
     KV("ptr=%p n=%zu", p, n);
@@ -1329,7 +1401,7 @@ CUresult CUDAAPI cuMemAllocHost_v2(void **pp, size_t n)
     if (!rc && !pp)
         rc = CUDA_ERROR_INVALID_VALUE;
     if (!rc)
-        rc = alloc_mem(&p, n, MEM_PINNED, 0, c);
+        rc = alloc_now(&p, n, MEM_PINNED, 0, c);
     if (!rc)
         *pp = p;
     KV("ptr=%p n=%zu", p, n);
@@ -1347,7 +1419,7 @@ CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t n, unsigned int flags)
     if (!rc && (flags & ~7u))
         rc = CUDA_ERROR_INVALID_VALUE;
     if (!rc)
-        rc = alloc_mem(&p, n, MEM_PINNED, flags, c);
+        rc = alloc_now(&p, n, MEM_PINNED, flags, c);
     if (!rc)
         *pp = p;
     KV("ptr=%p n=%zu", p, n);
@@ -1368,7 +1440,7 @@ static CUresult free_mem(void *p, int kind, struct call *c)
     if (!a || a->base != p || (kind == MEM_PINNED ? a->kind != MEM_PINNED
                                                   : (a->kind != MEM_DEVICE && a->kind != MEM_MANAGED)))
         return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = ctx_capture_check(NULL)))
+    if ((rc = capture_refuses(CAP_UNSAFE, NULL, NULL)))
         return rc;
     sim_run_dev(a->ctx ? a->ctx->dev : cx->dev);
     a = sim_mem_find(p); /* work that just ran may have freed it (cuMemFreeAsync) */
@@ -1418,7 +1490,7 @@ CUresult CUDAAPI cuMemHostUnregister(void *p)
         struct sim_alloc *a = sim_mem_find(p);
         if (!a || a->base != p || a->kind != MEM_REGISTERED)
             rc = CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
-        else if (!(rc = ctx_capture_check(NULL))) {
+        else if (!(rc = capture_refuses(CAP_UNSAFE, NULL, NULL))) {
             sim_run_dev(a->ctx ? a->ctx->dev : c->dev);
             sim_mem_remove(a, 0);
         }
@@ -1714,7 +1786,8 @@ static CUresult stream_destroy(CUstream h)
 CUresult CUDAAPI cuStreamDestroy_v2(CUstream h) { BEGIN_S("cuStreamDestroy_v2", h); END(stream_destroy(h)); }
 CUresult CUDAAPI cuStreamDestroy(CUstream h) { BEGIN_S("cuStreamDestroy", h); END(stream_destroy(h)); }
 
-#define STREAM_GETTER(fn, ptsz, T, out, expr)                                  \
+/* what: the getter's CAP_* collisions (the legacy rule applies to every one) */
+#define STREAM_GETTER(fn, ptsz, what, T, out, expr)                            \
     CUresult CUDAAPI fn(CUstream h, T *out)                                    \
     {                                                                          \
         BEGIN_S(#fn, h);                                                       \
@@ -1723,24 +1796,29 @@ CUresult CUDAAPI cuStreamDestroy(CUstream h) { BEGIN_S("cuStreamDestroy", h); EN
         if (!rc && !out)                                                       \
             rc = CUDA_ERROR_INVALID_VALUE;                                     \
         if (!rc)                                                               \
+            rc = capture_refuses((what), s, NULL);                             \
+        if (!rc)                                                               \
             *out = (expr);                                                     \
         END(rc);                                                               \
     }
-STREAM_GETTER(cuStreamGetFlags, 0, unsigned int, flags, s->flags)
-STREAM_GETTER(cuStreamGetFlags_ptsz, 1, unsigned int, flags, s->flags)
-STREAM_GETTER(cuStreamGetPriority, 0, int, prio, s->prio)
-STREAM_GETTER(cuStreamGetPriority_ptsz, 1, int, prio, s->prio)
-STREAM_GETTER(cuStreamGetCtx, 0, CUcontext, pctx, (CUcontext)s->ctx)
-STREAM_GETTER(cuStreamGetCtx_ptsz, 1, CUcontext, pctx, (CUcontext)s->ctx)
-STREAM_GETTER(cuStreamGetDevice, 0, CUdevice, dev, s->ctx->dev)
-STREAM_GETTER(cuStreamGetDevice_ptsz, 1, CUdevice, dev, s->ctx->dev)
-STREAM_GETTER(cuStreamGetId, 0, unsigned long long, id, s->id)
-STREAM_GETTER(cuStreamGetId_ptsz, 1, unsigned long long, id, s->id)
+/* The driver refuses the flags and the device of a capturing stream, not its context. */
+STREAM_GETTER(cuStreamGetFlags, 0, CAP_NOT_CAPTURING, unsigned int, flags, s->flags)
+STREAM_GETTER(cuStreamGetFlags_ptsz, 1, CAP_NOT_CAPTURING, unsigned int, flags, s->flags)
+STREAM_GETTER(cuStreamGetPriority, 0, 0, int, prio, s->prio)
+STREAM_GETTER(cuStreamGetPriority_ptsz, 1, 0, int, prio, s->prio)
+STREAM_GETTER(cuStreamGetCtx, 0, 0, CUcontext, pctx, (CUcontext)s->ctx)
+STREAM_GETTER(cuStreamGetCtx_ptsz, 1, 0, CUcontext, pctx, (CUcontext)s->ctx)
+STREAM_GETTER(cuStreamGetDevice, 0, CAP_NOT_CAPTURING, CUdevice, dev, s->ctx->dev)
+STREAM_GETTER(cuStreamGetDevice_ptsz, 1, CAP_NOT_CAPTURING, CUdevice, dev, s->ctx->dev)
+STREAM_GETTER(cuStreamGetId, 0, 0, unsigned long long, id, s->id)
+STREAM_GETTER(cuStreamGetId_ptsz, 1, 0, unsigned long long, id, s->id)
 
 static CUresult stream_getctx2(CUstream h, int ptsz, CUcontext *pctx, CUgreenCtx *pg)
 {
     struct sim_stream *s;
     CUresult rc = resolve_stream(h, ptsz, &s);
+    if (!rc)
+        rc = capture_refuses(0, s, NULL);
     if (rc)
         return rc;
     if (pctx)
@@ -1754,17 +1832,16 @@ CUresult CUDAAPI cuStreamGetCtx_v2(CUstream h, CUcontext *pctx, CUgreenCtx *pg)
 CUresult CUDAAPI cuStreamGetCtx_v2_ptsz(CUstream h, CUcontext *pctx, CUgreenCtx *pg)
 { BEGIN_S("cuStreamGetCtx_v2_ptsz", h); END(stream_getctx2(h, 1, pctx, pg)); }
 
+/* A synchronize or a query waits for the stream: refused on a capturing one in any
+ * mode, and, as potentially unsafe calls, on any stream while a capture forbids those. */
+#define STREAM_WAIT (CAP_NOT_CAPTURING | CAP_UNSAFE)
 static CUresult stream_sync(CUstream h, int ptsz)
 {
     struct sim_stream *s;
     CUresult rc = resolve_stream(h, ptsz, &s);
+    if (!rc)
+        rc = capture_refuses(STREAM_WAIT, s, NULL);
     if (rc)
-        return rc;
-    if (s->cap) {
-        s->cap->status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
-        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    }
-    if (s->kind == ST_LEGACY && (rc = ctx_capture_check(s->ctx)))
         return rc;
     sim_run(s->last);
     return s->ctx->sticky;
@@ -1776,13 +1853,16 @@ static CUresult stream_query(CUstream h, int ptsz)
 {
     struct sim_stream *s;
     CUresult rc = resolve_stream(h, ptsz, &s);
+    if (!rc)
+        rc = capture_refuses(STREAM_WAIT, s, NULL);
     if (rc)
         return rc;
     if (s->compute_last && sim_node_pending(s->compute_last) && s->compute_polls > 0) {
         s->compute_polls--;
         return CUDA_ERROR_NOT_READY;
     }
-    return stream_sync(h, ptsz);
+    sim_run(s->last);
+    return s->ctx->sticky;
 }
 CUresult CUDAAPI cuStreamQuery(CUstream h) { BEGIN_S("cuStreamQuery", h); END(stream_query(h, 0)); }
 CUresult CUDAAPI cuStreamQuery_ptsz(CUstream h) { BEGIN_S("cuStreamQuery_ptsz", h); END(stream_query(h, 1)); }
@@ -1839,6 +1919,8 @@ CUresult CUDAAPI cuModuleLoadData(CUmodule *module, const void *image)
     CUresult rc = need_ctx(&c);
     if (!rc && (!module || !image))
         rc = CUDA_ERROR_INVALID_VALUE;
+    if (!rc) /* loading is a potentially unsafe call */
+        rc = capture_refuses(CAP_UNSAFE, NULL, NULL);
     if (!rc) {
         memcpy(&magic, image, sizeof magic);
         if (magic != FATBIN_MAGIC)
@@ -2128,15 +2210,23 @@ static CUresult ctx_record_event(struct call *c, CUcontext hctx, CUevent h)
 }
 CUresult CUDAAPI cuCtxRecordEvent(CUcontext ctx, CUevent h) { BEGIN("cuCtxRecordEvent"); END(ctx_record_event(&C_, ctx, h)); }
 
+/* A query or a synchronize of an event recorded in a capture in progress waits for work
+ * that will never run: refused and the capture invalidated, in every mode.  Any other
+ * event's is a potentially unsafe call. */
 static CUresult event_sync(CUevent h)
 {
+    CUresult rc;
     if (!inited)
         return CUDA_ERROR_NOT_INITIALIZED;
     if (!sim_handle_ok(h, H_EVENT))
         return CUDA_ERROR_INVALID_HANDLE;
     struct sim_event *e = (struct sim_event *)h;
-    if (e->cap && e->cap->status == CU_STREAM_CAPTURE_STATUS_ACTIVE)
+    if (capture_active(e->cap)) {
+        capture_invalidate(e->cap);
         return CUDA_ERROR_CAPTURED_EVENT;
+    }
+    if ((rc = capture_refuses(CAP_UNSAFE, NULL, NULL)))
+        return rc;
     sim_run(e->node);
     return e->ctx->sticky;
 }
@@ -2165,6 +2255,13 @@ CUresult CUDAAPI cuEventElapsedTime(float *ms, CUevent a, CUevent b)
 CUresult CUDAAPI cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b)
 { BEGIN("cuEventElapsedTime_v2"); END(elapsed(ms, a, b)); }
 
+/* A capture may depend only on its own work: an event last recorded outside any capture
+ * is uncaptured work, unless waited for as an external event. */
+static int wait_isolated(const struct sim_event *e, const struct sim_capture *k, unsigned flags)
+{
+    return e->cap != k && e->node != 0 && !(flags & CU_EVENT_WAIT_EXTERNAL);
+}
+
 static CUresult wait_event(struct call *c, CUstream hs, CUevent h, unsigned flags, int ptsz)
 {
     struct sim_stream *s;
@@ -2178,12 +2275,20 @@ static CUresult wait_event(struct call *c, CUstream hs, CUevent h, unsigned flag
     if (flags & ~1u)
         return CUDA_ERROR_INVALID_VALUE;
     struct sim_event *e = (struct sim_event *)h;
-    if (e->cap && e->cap->status == CU_STREAM_CAPTURE_STATUS_ACTIVE && !s->cap) {
-        if (s->kind == ST_LEGACY)
+    if ((rc = capture_refuses(0, s, NULL)))
+        return rc;
+    if (capture_active(e->cap) && !s->cap) {
+        if (s->kind == ST_LEGACY) { /* the legacy stream cannot join a capture */
+            capture_invalidate(e->cap);
             return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+        }
         s->cap = e->cap; /* the waiting stream joins the capture */
         sim_kv(c, "joined=1");
         return CUDA_SUCCESS;
+    }
+    if (capture_active(s->cap) && wait_isolated(e, s->cap, flags)) {
+        capture_invalidate(s->cap);
+        return CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
     }
     if ((rc = stream_use(s, &capturing)))
         return rc;
@@ -2281,11 +2386,8 @@ static CUresult is_capturing(CUstream h, int ptsz, CUstreamCaptureStatus *st)
         return rc;
     if (!st)
         return CUDA_ERROR_INVALID_VALUE;
-    if (s->kind == ST_LEGACY) {
-        for (struct sim_stream *o = s->ctx->streams; o; o = o->next)
-            if (o->cap && is_blocking(o) && o->cap->status == CU_STREAM_CAPTURE_STATUS_ACTIVE)
-                return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
-    }
+    if ((rc = capture_refuses(CAP_PEEK, s, NULL)))
+        return rc;
     *st = s->cap ? (CUstreamCaptureStatus)s->cap->status : CU_STREAM_CAPTURE_STATUS_NONE;
     return CUDA_SUCCESS;
 }

@@ -16,3 +16,12 @@ tests_sim_check_sim_CPPFLAGS = $(AM_CPPFLAGS) -DSIM_SRCDIR='"$(abs_top_srcdir)"'
 tests_sim_check_sim_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_sim_check_sim_LDADD = tests/sim/libcuda.la $(CHECK_LIBS) -ldl -lpthread
 tests_sim_check_sim_LDFLAGS = -no-install
+
+# What a capture refuses: tests/gpu/capture_legal.c (the driver-API program run on the
+# H200) on the simulated driver, its output compared with the H200's line for line.
+check_PROGRAMS += tests/sim/capture_legal
+TESTS += tests/sim/check_capture_legal.sh
+tests_sim_capture_legal_SOURCES = tests/gpu/capture_legal.c
+tests_sim_capture_legal_LDADD = tests/sim/libcuda.la -lpthread
+tests_sim_capture_legal_LDFLAGS = -no-install $(AM_LDFLAGS)
+EXTRA_DIST += tests/sim/check_capture_legal.sh tests/data/capture-legal-h200.txt
