@@ -691,6 +691,9 @@ START_TEST(allocation_failure_passes_through)
     /* the shim's malloc bypasses the sanitizer's: meaningless there */
     return;
 #endif
+    /* Not through both(): the preload is this test's own.  Only under the tests'
+     * engine: cubatch can allocate nothing, so it defers nothing and no engine
+     * runs, whichever is configured. */
     const char *env[] = {"LD_PRELOAD=" LIBCUBATCH " " BUILDDIR "/tests/.libs/libfailalloc.so", NULL};
     const char *scenarios[] = {"basic", "ptds_ctxsync", "threads", "interleave"};
     for (size_t i = 0; i < 4; i++) {
@@ -786,6 +789,8 @@ END_TEST
 
 START_TEST(process_without_cuda_is_untouched)
 {
+    /* A program without CUDA: no engine is ever chosen, so no configuration but
+     * the tests' own is run. */
     const char *env[] = {"CUBATCH_STATS=on", "CUBATCH_MAX_BATCH=nonsense", NULL};
     struct run plain = run_prog(NOCUDA, "x", 0, env), shim = run_prog(NOCUDA, "x", 1, env);
     ck_assert_int_eq(plain.status, 0);
