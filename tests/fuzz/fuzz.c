@@ -2276,13 +2276,25 @@ static int seed_env(uint64_t seed, char env[][96], int max)
     if (pct(20))
         snprintf(env[k++], 96, "CUBATCH_MIN_RUN=%u", 3 + (unsigned)rn(3));
     static const unsigned fl[] = {1000000, 1000000, 1000000, 10, 100, 1000};
-    snprintf(env[k++], 96, "CUBATCH_FLUSH_US=%u", fl[rn(6)]);
+    int flush = k;
+    unsigned flush_us = fl[rn(6)];
+    snprintf(env[k++], 96, "CUBATCH_FLUSH_US=%u", flush_us);
     static const char *engines[] = {"auto", "auto", "kernel", "batch"};
     snprintf(env[k++], 96, "CUBATCH_ENGINE=%s", engines[rn(4)]);
     if (pct(30))
         snprintf(env[k++], 96, "CUBATCH_PIPELINE=0");
     if (pct(25))
         snprintf(env[k++], 96, "CUBATCH_MAX_COPY=%s", pct(50) ? "64K" : "4M");
+    /* The pace rule (off by default: 1 s).  On the simulated driver calls are
+     * microseconds apart, so a threshold of 2-20 us lets some copies through as
+     * slow and defers others, and 0 passes every look's copies through: a stream
+     * switches between the two while its run is open.  The pace is measured at
+     * the timer's looks, so the timer must look: 10 us to 1 ms. */
+    if (pct(30)) {
+        snprintf(env[k++], 96, "CUBATCH_SLOW_NS=%u", pct(15) ? 0u : 2000u + (unsigned)rn(18001));
+        if (flush_us == 1000000)
+            snprintf(env[flush], 96, "CUBATCH_FLUSH_US=%u", fl[3 + rn(3)]);
+    }
     (void)max;
     rng_state = save;
     return k;
@@ -2313,7 +2325,8 @@ static struct result child(const struct cfg *c, const char *tmpdir, char *const 
     env[ne++] = e_ld;
     env[ne++] = "CUBATCH_FLUSH_US=1000000";
     /* the simulated driver is slow: without this the pace rule would pass most
-     * copies through and the fuzzer would test little of the queue */
+     * copies through and the fuzzer would test little of the queue (a seed that
+     * varies it says so first: seed_env) */
     env[ne++] = "CUBATCH_SLOW_NS=1000000000";
     if (preload) {
         snprintf(e_pre, sizeof e_pre, "LD_PRELOAD=%s", c->lib);
