@@ -1629,12 +1629,12 @@ static void generate(uint64_t seed, int len)
                         o->type = O_SCREATE;
                         o->val = pct(50) ? CU_STREAM_NON_BLOCKING : 0;
                     }
-                } else if (r < 80) {
+                } else if (r < 77) {
                     /* a capture (several ops, tried one by one), then its launch */
                     gen_capture(&last);
                     done = 1;
                     break;
-                } else if (r < 85) {
+                } else if (r < 83) {
                     gen_kernel(o, pick_stream(&g_m, &vw, &last));
                 } else {
                     /* several threads, each on its own per-thread stream, the legacy
