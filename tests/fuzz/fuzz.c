@@ -43,7 +43,7 @@
 
 /* ------------------------------------------------------------------ limits */
 
-enum { NSLOT = 8, NSTREAM = 6, NEV = 4, MAXA = 64, MAXW = 3, MAXSUB = 64, MAXOPS = 4096 };
+enum { NSLOT = 8, NSTREAM = 6, NEV = 4, MAXA = 64, MAXW = 3, MAXSUB = 64, MAXOPS = 4096, MAXCAPOPS = 32 };
 
 /* allocation kinds */
 enum { K_DEV, K_PIN, K_HA, K_REG, K_MAN, K_PAGE, NKIND };
@@ -52,11 +52,13 @@ static const char *kname[NKIND] = {"dev", "pin", "hostalloc", "reg", "managed", 
 /* op types */
 enum {
     O_ALLOC, O_FREE, O_SCREATE, O_SDESTROY, O_COPY, O_MEMSET, O_HFUNC, O_EREC, O_EWAIT, O_ESYNC, O_EQUERY,
-    O_SSYNC, O_SQUERY, O_CSYNC, O_HWRITE, O_HREAD, O_SYNCCOPY, O_CAPTURE, O_THREADS, O_EELAPSED, O_EDESTROY, NOPT
+    O_SSYNC, O_SQUERY, O_CSYNC, O_HWRITE, O_HREAD, O_SYNCCOPY, O_CAPTURE, O_THREADS, O_EELAPSED, O_EDESTROY,
+    O_KERNEL, O_CBEGIN, O_CEND, NOPT
 };
 static const char *oname[NOPT] = {"alloc", "free", "screate", "sdestroy", "copy", "memset", "hfunc", "erec",
                                   "ewait", "esync", "equery", "ssync", "squery", "csync", "hwrite", "hread",
-                                  "synccopy", "capture", "threads", "eelapsed", "edestroy"};
+                                  "synccopy", "capture", "threads", "eelapsed", "edestroy", "kernel", "cbegin",
+                                  "cend"};
 /* Events by index: without timing, with timing, blocking with timing, and
  * interprocess (whose records cubatch must never hold back: rule 11). */
 static const unsigned evflags[NEV] = {CU_EVENT_DISABLE_TIMING, CU_EVENT_DEFAULT, CU_EVENT_BLOCKING_SYNC,
@@ -73,7 +75,8 @@ struct op {
     int a, b;          /* allocation slots: destination, source */
     size_t ao, bo, n;
     int e;
-    unsigned val;      /* memset value, pattern, hfunc constant, stream flags, capture mode */
+    unsigned val;      /* memset value, pattern, hfunc constant, stream flags, capture mode, kernel polls */
+    unsigned grid, block; /* kernel: blocks, threads per block */
     int kind;          /* alloc kind */
     int err;           /* deliberate error: 1 overrun, 2 stale stream handle */
     int w;             /* worker (threads sub-op) */
@@ -143,6 +146,14 @@ static void die(const char *fmt, ...)
 typedef struct { uint32_t c[MAXA]; } vc_t;
 struct acc { size_t off, len; uint32_t t; uint16_t actor; uint8_t w; };
 
+/* A capture under way on a created stream (cbegin .. cend): its mode (0 global,
+ * 1 thread-local, 2 relaxed), the host actor of the thread that began it, and the
+ * ops it captured, which take effect only when cend launches the graph. */
+struct capst {
+    int active, mode, host, id, nops;
+    struct op ops[MAXCAPOPS];
+};
+
 struct model {
     vc_t vc[MAXA];
     int nact;
@@ -154,6 +165,16 @@ struct model {
     int s_live[NSTREAM], s_actor[NSTREAM], s_blocking[NSTREAM], s_stale[NSTREAM];
     int ev_rec[NEV];
     vc_t ev[NEV];
+    /* Where each event was last recorded: 0 outside any capture; > 0 the id of the
+     * capture that recorded it; -1 by a graph launch (a captured record).  Such an
+     * event is never observed (query, synchronize, elapsed time, a wait outside its
+     * own capture) until recorded again outside: the real driver refuses that while
+     * the capture is active (907, 905), and afterwards the simulated driver and the
+     * real one disagree about what the event stands for. */
+    int ev_cap[NEV];
+    struct capst cap[NSTREAM];
+    int ncap;    /* captures begun so far (their ids) */
+    int bad_sub; /* a thread block that failed: the sub-op that failed (-1: the block) */
     int blocks; /* thread blocks so far */
     char why[160];
 };
@@ -168,6 +189,10 @@ struct view {
     int main; /* 1: the main thread (created streams usable) */
     unsigned slots; /* worker: allowed slots bitmask */
     unsigned streams; /* worker: the created streams it owns (bitmask of stream slots) */
+    /* worker: another worker of its block captures (xany), in global mode (xglobal).
+     * The threads' interleaving is not known, so the capture may be under way during
+     * any of this worker's calls: the rules of capture hold for all of them. */
+    int xany, xglobal;
 };
 
 static void vjoin(vc_t *a, const vc_t *b)
@@ -328,6 +353,93 @@ static int handle_ok(const struct op *o, int s)
 
 static int apply(struct model *m, struct op *o, const struct view *vw, int cap_stream);
 
+/* ---- the rules of capture ----
+ *
+ * What the real driver refuses while a stream captures, and which invalidates the
+ * capture (tests/data/capture-legal-h200.txt, measured on an H200 by
+ * tests/gpu/capture_legal.c): in global mode no thread may synchronize or query
+ * any stream or event, allocate or free memory or load a module; in thread-local
+ * mode the capturing thread may not; in any mode nobody synchronizes or queries the
+ * capturing stream or synchronizes the context, nothing goes on the legacy stream
+ * while a blocking stream captures, and the capture waits only for events recorded
+ * in it.  A program must never do any of these (cubatch must not either: that is
+ * what the fuzzer looks for), so the model refuses them, and more where nothing was
+ * measured: pageable copies (the driver synchronizes for them), deliberate errors,
+ * creating or destroying streams and events, synchronous copies, timed and
+ * interprocess events in a capture. */
+static const char *cap_forbids(const struct model *m, const struct op *o, int mode, int same, int cs, int blocking)
+{
+    int strict = mode == 0 || (mode == 1 && same);
+    switch (o->type) {
+    case O_CSYNC: return "a context synchronize";
+    case O_SYNCCOPY: return "a synchronous copy";
+    case O_ALLOC:
+    case O_FREE: return "an allocation or a free";
+    case O_SCREATE:
+    case O_SDESTROY:
+    case O_EDESTROY: return "a stream or event created or destroyed";
+    case O_CAPTURE:
+    case O_THREADS: return "another capture or a thread block";
+    case O_CBEGIN: return same ? "a second capture in one thread" : NULL;
+    case O_CEND:
+        /* the graph launch after the end: legacy-stream work, unless it ends this capture */
+        return o->s != cs && o->ls == 0 && blocking ? "legacy-stream work while a blocking stream captures" : NULL;
+    case O_HWRITE:
+    case O_HREAD: return NULL;
+    case O_SSYNC:
+    case O_SQUERY:
+        if (o->s == cs)
+            return "synchronizing or querying the capturing stream";
+        if (strict)
+            return "a stream synchronize or query";
+        break;
+    case O_ESYNC:
+    case O_EQUERY:
+    case O_EELAPSED: return strict ? "an event synchronize, query or elapsed time" : NULL;
+    default: /* stream work: copies, memsets, host functions, kernels, records, waits */
+        if (o->err)
+            return "a deliberate error";
+        if (o->type == O_COPY && o->a >= 0 && o->a < NSLOT && o->b >= 0 && o->b < NSLOT &&
+            (m->kind[o->a] == K_PAGE || m->kind[o->b] == K_PAGE))
+            return "a pageable copy";
+        break;
+    }
+    if (o->s == 0 && blocking)
+        return "legacy-stream work while a blocking stream captures";
+    return NULL;
+}
+
+/* Refuses op o (not a graph's replay) if a capture that may be under way forbids it. */
+static int cap_rules(struct model *m, const struct op *o, const struct view *vw)
+{
+    for (int x = 2; x < NSTREAM; x++)
+        if (m->cap[x].active) {
+            const char *why = cap_forbids(m, o, m->cap[x].mode, m->cap[x].host == vw->host, x, m->s_blocking[x]);
+            if (why)
+                return fail(m, "%s while stream %d captures", why, x);
+        }
+    if (vw->xany) { /* another worker's capture, on a non-blocking stream this one cannot name */
+        const char *why = cap_forbids(m, o, vw->xglobal ? 0 : 2, 0, -1, 0);
+        if (why)
+            return fail(m, "%s while another worker may capture", why);
+    }
+    return 0;
+}
+
+static int capturing(const struct model *m, int s) { return s >= 2 && s < NSTREAM && m->cap[s].active; }
+
+/* Op o names the capturing stream s: captured, to take effect at the graph's launch. */
+static int capture_add(struct model *m, const struct op *o, const struct view *vw)
+{
+    struct capst *c = &m->cap[o->s];
+    if (stream_actor(m, vw, o->s) < 0 || c->host != vw->host)
+        return fail(m, "captured from another thread");
+    if (c->nops >= MAXCAPOPS)
+        return fail(m, "capture too long");
+    c->ops[c->nops++] = *o;
+    return 0;
+}
+
 /* A stream op (copy, memset, hfunc) on stream slot s; cap >= 0: replayed from a
  * graph on actor cap. */
 static int stream_op(struct model *m, struct op *o, const struct view *vw, int cap)
@@ -357,7 +469,7 @@ static int stream_op(struct model *m, struct op *o, const struct view *vw, int c
                 return fail(m, "overrun needs a device side");
             return 0;
         }
-        if (cap >= 0 && (m->kind[o->a] == K_PAGE || m->kind[o->b] == K_PAGE))
+        if ((cap >= 0 || capturing(m, o->s)) && (m->kind[o->a] == K_PAGE || m->kind[o->b] == K_PAGE))
             return fail(m, "pageable in a graph");
     } else if (o->type == O_MEMSET) {
         if (m->kind[o->a] == K_PAGE)
@@ -366,6 +478,8 @@ static int stream_op(struct model *m, struct op *o, const struct view *vw, int c
         if (m->kind[o->a] == K_PAGE || m->kind[o->b] == K_PAGE)
             return fail(m, "kernel on pageable");
     }
+    if (cap < 0 && capturing(m, o->s))
+        return capture_add(m, o, vw);
     if (o->n == 0 && o->type != O_HFUNC)
         return 0; /* a 0-byte copy or memset is no stream operation at all */
     int a = cap >= 0 ? cap : enqueue(m, vw, o->s);
@@ -384,11 +498,68 @@ static int stream_op(struct model *m, struct op *o, const struct view *vw, int c
 
 static int apply(struct model *m, struct op *o, const struct view *vw, int cap)
 {
+    if (cap < 0 && cap_rules(m, o, vw))
+        return -1;
     switch (o->type) {
     case O_COPY:
     case O_MEMSET:
     case O_HFUNC:
         return stream_op(m, o, vw, cap);
+    case O_KERNEL:
+        /* compute (the simulated driver's cusim_compute): stream order, no memory */
+        if (!handle_ok(o, o->s) || o->grid == 0 || o->block == 0 || o->block > 1024)
+            return fail(m, "kernel");
+        if (capturing(m, o->s))
+            return capture_add(m, o, vw);
+        return enqueue(m, vw, o->s) < 0 ? -1 : 0;
+    case O_CBEGIN: {
+        if (o->s < 2 || o->s >= NSTREAM || !m->s_live[o->s] || stream_actor(m, vw, o->s) < 0 ||
+            m->cap[o->s].active || o->val > 2)
+            return fail(m, "cbegin");
+        struct capst *c = &m->cap[o->s];
+        c->active = 1;
+        c->mode = (int)o->val;
+        c->host = vw->host;
+        c->id = ++m->ncap;
+        c->nops = 0;
+        return 0;
+    }
+    case O_CEND: {
+        if (!capturing(m, o->s) || m->cap[o->s].host != vw->host || o->reps < 1 || o->reps > 8)
+            return fail(m, "cend");
+        struct op l = {0};
+        l.s = o->ls;
+        l.ptsz = o->lptsz;
+        l.hf = o->lhf;
+        if (o->ls < 0 || o->ls >= NSTREAM || !handle_ok(&l, o->ls) || stream_actor(m, vw, o->ls) < 0 ||
+            (o->ls != o->s && capturing(m, o->ls)))
+            return fail(m, "graph launch stream");
+        struct capst *c = &m->cap[o->s];
+        c->active = 0;
+        /* Each launch enqueues the graph's nodes in capture order, as the simulated
+         * driver does: copies, memsets, host functions and (no-op nodes) event
+         * records; its compute and its waits leave no node.  A launch that enqueues
+         * nothing orders nothing (no legacy-stream ordering either), so those are
+         * left out here too, which assumes less ordering than a real graph launch
+         * gives.  A captured record records its event at every launch: from then
+         * on, as far as the model knows, it is unobservable. */
+        for (int r = 0; r < o->reps; r++)
+            for (int j = 0; j < c->nops; j++) {
+                struct op *q = &c->ops[j];
+                if (q->type == O_KERNEL || q->type == O_EWAIT || (q->n == 0 && (q->type == O_COPY || q->type == O_MEMSET)))
+                    continue;
+                int a = enqueue(m, vw, o->ls);
+                if (a < 0)
+                    return -1;
+                if (q->type == O_EREC) {
+                    m->ev_cap[q->e] = -1;
+                    continue;
+                }
+                if (apply(m, q, vw, a))
+                    return -1;
+            }
+        return 0;
+    }
     case O_ALLOC:
         if (!vw->main || o->a < 0 || o->a >= NSLOT || m->live[o->a] || o->n == 0 || o->kind < 0 || o->kind >= NKIND)
             return fail(m, "alloc");
@@ -437,16 +608,33 @@ static int apply(struct model *m, struct op *o, const struct view *vw, int cap)
     case O_EREC: {
         if (o->e < 0 || o->e >= NEV || !handle_ok(o, o->s))
             return fail(m, "erec");
+        if (capturing(m, o->s)) {
+            /* measured in a capture: events without timing only */
+            if (evflags[o->e] != CU_EVENT_DISABLE_TIMING)
+                return fail(m, "only events without timing are recorded in a capture");
+            if (capture_add(m, o, vw))
+                return -1;
+            m->ev_cap[o->e] = m->cap[o->s].id;
+            return 0;
+        }
         int a = enqueue(m, vw, o->s);
         if (a < 0)
             return -1;
         m->ev[o->e] = m->vc[a];
         m->ev_rec[o->e] = 1;
+        m->ev_cap[o->e] = 0;
         return 0;
     }
     case O_EWAIT: {
         if (o->e < 0 || o->e >= NEV || !handle_ok(o, o->s))
             return fail(m, "ewait");
+        if (capturing(m, o->s)) {
+            if (m->ev_cap[o->e] != m->cap[o->s].id)
+                return fail(m, "a capture waits only for an event recorded in it");
+            return capture_add(m, o, vw);
+        }
+        if (m->ev_cap[o->e])
+            return fail(m, "a wait for an event recorded in a capture");
         int a = enqueue(m, vw, o->s);
         if (a < 0)
             return -1;
@@ -455,23 +643,24 @@ static int apply(struct model *m, struct op *o, const struct view *vw, int cap)
         return 0;
     }
     case O_ESYNC:
-        if (o->e < 0 || o->e >= NEV)
+        if (o->e < 0 || o->e >= NEV || m->ev_cap[o->e])
             return fail(m, "esync");
         if (m->ev_rec[o->e])
             vjoin(&m->vc[vw->host], &m->ev[o->e]);
         return 0;
     case O_EQUERY:
-        if (o->e < 0 || o->e >= NEV)
+        if (o->e < 0 || o->e >= NEV || m->ev_cap[o->e])
             return fail(m, "equery");
         return 0; /* an answer is not relied on */
     case O_EELAPSED:
-        if (o->e < 0 || o->e >= NEV || o->val >= NEV)
+        if (o->e < 0 || o->e >= NEV || o->val >= NEV || m->ev_cap[o->e] || m->ev_cap[o->val])
             return fail(m, "eelapsed");
         return 0; /* an answer is not relied on (nor waited for) */
     case O_EDESTROY:
         if (!vw->main || o->e < 0 || o->e >= NEV)
             return fail(m, "edestroy");
         m->ev_rec[o->e] = 0; /* created again at once: recorded never */
+        m->ev_cap[o->e] = 0;
         return 0;
     case O_SSYNC:
     case O_SQUERY: {
@@ -540,14 +729,28 @@ static int apply(struct model *m, struct op *o, const struct view *vw, int cap)
         return 0;
     }
     case O_THREADS: {
+        m->bad_sub = -1;
         if (!vw->main || o->w < 2 || o->w > MAXW)
             return fail(m, "threads");
+        /* Which workers capture (one at most: whether the real driver lets a thread
+         * instantiate a graph while another thread's capture is under way was not
+         * measured), and in which modes. */
+        unsigned capw = 0, globw = 0;
+        for (int j = 0; j < o->nsub; j++)
+            if (o->sub[j].type == O_CBEGIN && o->sub[j].w >= 0 && o->sub[j].w < MAXW) {
+                capw |= 1u << o->sub[j].w;
+                if (o->sub[j].val == 0)
+                    globw |= 1u << o->sub[j].w;
+            }
+        if (capw & (capw - 1))
+            return fail(m, "two workers capture");
         struct view wv[MAXW];
-        unsigned used = 0;
         for (int w = 0; w < o->w; w++) {
             wv[w].main = 0;
             wv[w].slots = 0;
             wv[w].streams = 0;
+            wv[w].xany = (capw & ~(1u << w)) != 0;
+            wv[w].xglobal = (globw & ~(1u << w)) != 0;
             wv[w].host = new_actor(m);
             wv[w].legacy = new_actor(m);
             wv[w].pts = new_actor(m);
@@ -557,13 +760,17 @@ static int apply(struct model *m, struct op *o, const struct view *vw, int cap)
             vjoin(&m->vc[wv[w].legacy], &m->vc[vw->legacy]);
         }
         unsigned evown[MAXW] = {0};
+        int began[NSTREAM] = {-1, -1, -1, -1, -1, -1};
         for (int j = 0; j < o->nsub; j++) {
             struct op *q = &o->sub[j];
+            m->bad_sub = j;
             if (q->w < 0 || q->w >= o->w || q->err)
                 return fail(m, "worker index");
             unsigned mine = 0, ev = 0;
             if (q->type == O_COPY || q->type == O_MEMSET || q->type == O_HFUNC || q->type == O_HWRITE ||
                 q->type == O_HREAD) {
+                if (q->a < 0 || q->a >= NSLOT || ((q->type == O_COPY || q->type == O_HFUNC) && (q->b < 0 || q->b >= NSLOT)))
+                    return fail(m, "worker slot");
                 mine |= 1u << q->a;
                 if (q->type == O_COPY || q->type == O_HFUNC)
                     mine |= 1u << q->b;
@@ -578,7 +785,8 @@ static int apply(struct model *m, struct op *o, const struct view *vw, int cap)
                     if (w != q->w && (evown[w] & ev))
                         return fail(m, "event shared between workers");
                 evown[q->w] |= ev;
-            } else if (q->type != O_SSYNC && q->type != O_SQUERY) {
+            } else if (q->type != O_SSYNC && q->type != O_SQUERY && q->type != O_KERNEL && q->type != O_CBEGIN &&
+                       q->type != O_CEND) {
                 return fail(m, "worker op type");
             }
             /* each slot belongs to one worker, and so does each created stream
@@ -587,26 +795,37 @@ static int apply(struct model *m, struct op *o, const struct view *vw, int cap)
             for (int w = 0; w < o->w; w++)
                 if (w != q->w && (wv[w].slots & mine))
                     return fail(m, "slot shared between workers");
-            if (q->type != O_HWRITE && q->type != O_HREAD && q->s >= 2 && q->s < NSTREAM) {
+            int named[2] = {q->type != O_HWRITE && q->type != O_HREAD ? q->s : -1, q->type == O_CEND ? q->ls : -1};
+            for (int k = 0; k < 2; k++) {
+                int s = named[k];
+                if (s < 2 || s >= NSTREAM)
+                    continue;
                 /* non-blocking only: another worker's legacy-stream work would
                  * order a blocking one by the threads' interleaving */
-                if (m->s_blocking[q->s])
+                if (m->s_blocking[s])
                     return fail(m, "blocking stream in a worker");
                 for (int w = 0; w < o->w; w++)
-                    if (w != q->w && (wv[w].streams >> q->s & 1))
+                    if (w != q->w && (wv[w].streams >> s & 1))
                         return fail(m, "stream shared between workers");
-                wv[q->w].streams |= 1u << q->s;
+                wv[q->w].streams |= 1u << s;
             }
             wv[q->w].slots |= mine;
-            used |= mine;
+            if (q->type == O_CBEGIN && q->s >= 2 && q->s < NSTREAM)
+                began[q->s] = j;
             if (apply(m, q, &wv[q->w], -1))
                 return -1;
         }
+        for (int x = 2; x < NSTREAM; x++)
+            for (int w = 0; w < o->w; w++)
+                if (m->cap[x].active && m->cap[x].host == wv[w].host) {
+                    m->bad_sub = began[x];
+                    return fail(m, "a worker's capture never ended");
+                }
+        m->bad_sub = -1;
         for (int w = 0; w < o->w; w++) {
             host_join(m, vw, wv[w].host);
             vjoin(&m->vc[vw->legacy], &m->vc[wv[w].legacy]);
         }
-        (void)used;
         return 0;
     }
     }
@@ -617,10 +836,15 @@ static int validate(struct op *ops, int n, char *why, size_t whylen)
 {
     static struct model m;
     model_init(&m);
-    struct view vw = {0, 1, 2, 1, ~0u, ~0u};
+    struct view vw = {0, 1, 2, 1, ~0u, ~0u, 0, 0};
     for (int i = 0; i < n; i++)
         if (apply(&m, &ops[i], &vw, -1)) {
             snprintf(why, whylen, "op %d (%s): %s", i, oname[ops[i].type], m.why);
+            return -1;
+        }
+    for (int x = 2; x < NSTREAM; x++)
+        if (m.cap[x].active) {
+            snprintf(why, whylen, "the capture on stream %d never ended", x);
             return -1;
         }
     return 0;
@@ -664,6 +888,13 @@ static void print_op(FILE *f, const struct op *o, const char *indent)
                 o->lptsz, o->lhf, o->reps, o->nsub);
         break;
     case O_THREADS: fprintf(f, " w=%d nsub=%d", o->w, o->nsub); break;
+    case O_KERNEL:
+        fprintf(f, " ptsz=%d hf=%d s=%d grid=%u block=%u val=%u", o->ptsz, o->hf, o->s, o->grid, o->block, o->val);
+        break;
+    case O_CBEGIN: fprintf(f, " s=%d val=%u ptsz=%d", o->s, o->val, o->ptsz); break;
+    case O_CEND:
+        fprintf(f, " s=%d ptsz=%d ls=%d lptsz=%d lhf=%d reps=%d", o->s, o->ptsz, o->ls, o->lptsz, o->lhf, o->reps);
+        break;
     }
     if (indent[0] && o->w >= 0 && o->type != O_THREADS)
         fprintf(f, " w=%d", o->w);
@@ -716,6 +947,8 @@ static int parse_line(char *line, struct op *o)
         else if (!strcmp(k, "lhf")) o->lhf = (int)x;
         else if (!strcmp(k, "reps")) o->reps = (int)x;
         else if (!strcmp(k, "nsub")) o->nsub = (int)x;
+        else if (!strcmp(k, "grid")) o->grid = (unsigned)x;
+        else if (!strcmp(k, "block")) o->block = (unsigned)x;
         else return -1;
     }
     if (o->api < 0 || o->kind < 0 || o->nsub < 0 || o->nsub > MAXSUB)
@@ -937,9 +1170,10 @@ static int try_op(struct op *o)
 {
     static struct model snap;
     snap = g_m;
-    struct view vw = {0, 1, 2, 1, ~0u, ~0u};
+    struct view vw = {0, 1, 2, 1, ~0u, ~0u, 0, 0};
     if (apply(&g_m, o, &vw, -1) == 0)
         return 0;
+    memcpy(snap.why, g_m.why, sizeof snap.why); /* the reason outlives the roll-back */
     g_m = snap;
     return -1;
 }
@@ -965,6 +1199,277 @@ static void gen_alloc(struct op *o, int slot)
     o->val = (unsigned)rnd();
 }
 
+/* Compute on stream s: a grid that leaves SMs free, or one that fills the GPU
+ * (the simulated driver's occupancy: 2048 threads an SM, 132 SMs, so 1056 blocks
+ * of 256 threads fill it and 1055 do not), which makes cubatch ask the stream
+ * before a copy-kernel launch (rule 12).  It runs until `val` queries found it
+ * running (sometimes for good: only a synchronization ends it). */
+static void gen_kernel(struct op *o, int s)
+{
+    memset(o, 0, sizeof *o);
+    o->w = -1;
+    o->type = O_KERNEL;
+    o->s = s;
+    pick_handle(o, s);
+    switch (rn(5)) {
+    case 0: o->grid = 1 + (unsigned)rn(64), o->block = 32u << rn(4); break;
+    case 1: o->grid = 1055 + (unsigned)rn(2), o->block = 256; break;
+    case 2: o->grid = 264 + (unsigned)rn(8), o->block = 1024; break;
+    default: o->grid = 4096, o->block = 256; break;
+    }
+    o->val = pct(50) ? 0 : pct(80) ? 1 + (unsigned)rn(4) : 1u << 20;
+}
+
+/* A capture's graph launch: on a stream the view may use (the capturing one is
+ * always usable), 1-3 times. */
+static void gen_cend(struct op *o, int cs, const struct view *vw)
+{
+    memset(o, 0, sizeof *o);
+    o->w = -1;
+    o->type = O_CEND;
+    o->s = cs;
+    o->ptsz = (int)rn(2);
+    int ls = cs;
+    for (int tries = 0; tries < 8 && ls == cs && pct(70); tries++) {
+        int c = (int)rn(NSTREAM);
+        if (stream_actor(&g_m, vw, c) >= 0)
+            ls = c;
+    }
+    o->ls = ls;
+    struct op l = {0};
+    pick_handle(&l, ls);
+    o->lptsz = l.ptsz;
+    o->lhf = l.hf;
+    o->reps = 1 + (int)rn(3);
+}
+
+/* A stream other than the capturing one (not the legacy stream while a blocking
+ * stream captures: that is refused). */
+static int pick_other(const struct view *vw, int cs, int *last)
+{
+    for (int tries = 0; tries < 16; tries++) {
+        int s = pick_stream(&g_m, vw, last);
+        if (s != cs && !(s == 0 && g_m.s_blocking[cs]))
+            return s;
+    }
+    return 1;
+}
+
+/* One op of a capture on cs by a thread of view vw: captured (on cs: copies,
+ * memsets, host functions, compute, records of event 0, the one without timing,
+ * and waits for it) or not (the same on other streams, records and waits of any
+ * event, synchronizations and queries, host accesses).  The model refuses what the
+ * capture's mode forbids; `evok` are the events the thread may use. */
+static int gen_cap_inner(struct op *o, int cs, const struct view *vw, unsigned evok, int *last)
+{
+    memset(o, 0, sizeof *o);
+    o->w = -1;
+    int r = (int)rn(100), s;
+    if (r < 36) {
+        if (gen_stream_op(o, &g_m, vw, cs, vw->slots, 1))
+            return -1;
+        o->hf = 2;
+        o->err = 0;
+        return 0;
+    }
+    if (r < 46) {
+        gen_kernel(o, cs);
+        return 0;
+    }
+    if (r < 54) {
+        o->type = r < 50 ? O_EREC : O_EWAIT;
+        o->e = 0;
+        o->s = cs;
+        pick_handle(o, cs);
+        return evok & 1 ? 0 : -1;
+    }
+    s = pick_other(vw, cs, last);
+    if (r < 72) {
+        if (gen_stream_op(o, &g_m, vw, s, vw->slots, 1))
+            return -1;
+        o->err = 0;
+        return 0;
+    }
+    if (r < 78) {
+        gen_kernel(o, s);
+        return 0;
+    }
+    if (!evok && r < 94)
+        return -1;
+    if (r < 86) {
+        o->type = pct(50) ? O_EREC : O_EWAIT;
+        do
+            o->e = (int)rn(NEV);
+        while (!(evok >> o->e & 1));
+        o->s = s;
+        pick_handle(o, s);
+        return 0;
+    }
+    if (r < 94) {
+        int k = (int)rn(6);
+        o->type = k < 2 ? O_SSYNC : k < 3 ? O_SQUERY : k < 4 ? O_ESYNC : k < 5 ? O_EQUERY : O_EELAPSED;
+        o->s = s;
+        pick_handle(o, s);
+        do
+            o->e = (int)rn(NEV);
+        while (!(evok >> o->e & 1));
+        do
+            o->val = (unsigned)rn(NEV);
+        while (!(evok >> o->val & 1));
+        if (o->type == O_SSYNC || o->type == O_SQUERY)
+            o->e = o->val = 0;
+        return 0;
+    }
+    o->type = pct(50) ? O_HWRITE : O_HREAD;
+    o->a = pick_slot(&g_m, vw->slots, NULL);
+    if (o->a < 0)
+        return -1;
+    o->n = pick_len(g_m.size[o->a]);
+    o->ao = pick_off(g_m.size[o->a], o->n);
+    o->val = (unsigned)rnd();
+    return 0;
+}
+
+/* A burst template: copies of one chunk size between two allocations (no
+ * pageable memory), for count copies over consecutive chunks. */
+static int gen_burst_copy(struct op *bt, const struct view *vw, int s)
+{
+    static const size_t chunks[] = {8, 64, 512, 4096, 16384};
+    if (gen_stream_op(bt, &g_m, vw, s, vw->slots, 1) || bt->type != O_COPY || bt->err)
+        return -1;
+    size_t lim = g_m.size[bt->a] < g_m.size[bt->b] ? g_m.size[bt->a] : g_m.size[bt->b];
+    bt->n = chunks[rn(5)];
+    return bt->n * 2 <= lim ? 0 : -1;
+}
+
+static void burst_chunk(struct op *o, const struct op *bt, size_t i)
+{
+    size_t lim = g_m.size[bt->a] < g_m.size[bt->b] ? g_m.size[bt->a] : g_m.size[bt->b];
+    size_t k = lim / bt->n;
+    *o = *bt;
+    o->ao = i % k * bt->n;
+    o->bo = (i + 1) % k * bt->n;
+}
+
+/* Try op o inside the main thread's capture on cs: kept only if the capture can
+ * still end and launch its graph on cs (its replay would not race with what
+ * happened meanwhile), so that the end always fits. */
+static int try_in_capture(struct op *o, int cs)
+{
+    static struct model pre, post;
+    pre = g_m;
+    if (try_op(o))
+        return -1;
+    post = g_m;
+    struct op e;
+    memset(&e, 0, sizeof e);
+    e.w = -1;
+    e.type = O_CEND;
+    e.s = e.ls = cs;
+    e.lhf = 2;
+    e.reps = 1; /* more launches on cs race with nothing more: they follow the first */
+    if (try_op(&e)) {
+        g_m = pre;
+        return -1;
+    }
+    g_m = post;
+    return 0;
+}
+
+/* The main thread captures on a created stream: begin, ops (captured or not),
+ * sometimes compute filling the GPU first and a burst of copies on another stream
+ * (a run that goes out while the capture is under way, by its size, the timer or
+ * a wait), end, instantiate, launch.  Every op is tried against the model; the end
+ * always fits. */
+static void gen_capture(int *last)
+{
+    struct view vw = {0, 1, 2, 1, ~0u, ~0u, 0, 0};
+    int cs = -1;
+    for (int i = 2; i < NSTREAM; i++)
+        if (g_m.s_live[i] && (cs < 0 || pct(50)))
+            cs = i;
+    if (cs < 0 || g_nops + 4 * MAXCAPOPS > MAXOPS)
+        return;
+    struct op *o = &g_ops[g_nops];
+    memset(o, 0, sizeof *o);
+    o->w = -1;
+    o->type = O_CBEGIN;
+    o->s = cs;
+    o->val = (unsigned)rn(3); /* GLOBAL, THREAD_LOCAL, RELAXED */
+    o->ptsz = (int)rn(2);
+    if (try_op(o))
+        return;
+    g_nops++;
+    if (pct(50)) {
+        gen_kernel(&g_ops[g_nops], cs);
+        if (try_in_capture(&g_ops[g_nops], cs) == 0)
+            g_nops++;
+    }
+    int k = 1 + (int)rn(14), burst_at = pct(45) ? (int)rn((size_t)k) : -1;
+    for (int j = 0; j < k; j++) {
+        if (j == burst_at) {
+            struct op bt;
+            int s = pick_other(&vw, cs, last);
+            if (gen_burst_copy(&bt, &vw, s) == 0)
+                for (size_t i = 0, n = 2 + rn(40); i < n; i++) {
+                    burst_chunk(&g_ops[g_nops], &bt, i);
+                    if (ranges_overlap(&g_ops[g_nops]) || try_in_capture(&g_ops[g_nops], cs))
+                        break;
+                    g_nops++;
+                }
+        }
+        if (gen_cap_inner(&g_ops[g_nops], cs, &vw, (1u << NEV) - 1, last) == 0 &&
+            try_in_capture(&g_ops[g_nops], cs) == 0)
+            g_nops++;
+    }
+    for (int tries = 0;; tries++) {
+        gen_cend(&g_ops[g_nops], cs, &vw);
+        if (tries > 8)
+            g_ops[g_nops].ls = cs, g_ops[g_nops].lhf = 2;
+        if (try_op(&g_ops[g_nops]) == 0)
+            break;
+        if (tries > 8)
+            die("fuzz: a capture's end does not fit: %s", g_m.why);
+    }
+    g_nops++;
+}
+
+/* A worker's capture on one of its streams, for a thread block: begin, k ops
+ * (captured, or on its other streams while it captures), end and launch; put into
+ * sub-ops at *n (the array has room).  Its mode decides what the other workers may
+ * do meanwhile (the model's view of them). */
+static void gen_worker_capture(struct op *sub, int *n, int w, unsigned slots, unsigned streams, unsigned evs)
+{
+    int cs;
+    do
+        cs = 2 + (int)rn(NSTREAM - 2);
+    while (!(streams >> cs & 1));
+    struct view wv = {0, 0, 0, 0, slots, streams, 0, 0};
+    struct op *o = &sub[(*n)++];
+    memset(o, 0, sizeof *o);
+    o->type = O_CBEGIN;
+    o->s = cs;
+    o->val = (unsigned)rn(3);
+    o->ptsz = (int)rn(2);
+    o->w = w;
+    int last = -1, k = 1 + (int)rn(10);
+    if (pct(50)) {
+        gen_kernel(&sub[*n], cs);
+        sub[(*n)++].w = w;
+    }
+    for (int j = 0; j < k; j++) {
+        o = &sub[*n];
+        /* the worker's streams as gen_stream_op sees them: its per-thread and
+         * legacy streams, or its own created ones */
+        if (gen_cap_inner(o, cs, &wv, evs, &last))
+            continue;
+        o->w = w;
+        (*n)++;
+    }
+    gen_cend(&sub[*n], cs, &wv);
+    sub[(*n)++].w = w;
+}
+
 static void generate(uint64_t seed, int len)
 {
     rng_state = seed * 0x2545F4914F6CDD1Dull + 7;
@@ -988,7 +1493,7 @@ static void generate(uint64_t seed, int len)
             g_nops++;
     }
     int last = -1;
-    struct view vw = {0, 1, 2, 1, ~0u, ~0u};
+    struct view vw = {0, 1, 2, 1, ~0u, ~0u, 0, 0};
     /* op-class weights vary per program so that some are dense with copies */
     int wcopy = 50 + (int)rn(40);
     /* bursts: many copies in a row on one stream, over consecutive chunks, so that
@@ -1047,6 +1552,7 @@ static void generate(uint64_t seed, int len)
             g_nops++;
             continue;
         }
+        int done = 0; /* gen_capture added its ops itself */
         for (int tries = 0; tries < 12 && !ok; tries++) {
             memset(o, 0, sizeof *o);
             o->w = -1;
@@ -1123,41 +1629,13 @@ static void generate(uint64_t seed, int len)
                         o->type = O_SCREATE;
                         o->val = pct(50) ? CU_STREAM_NON_BLOCKING : 0;
                     }
-                } else if (r < 85) {
-                    /* capture on a created stream, then launch the graph */
-                    int cs = -1;
-                    for (int i = 2; i < NSTREAM; i++)
-                        if (g_m.s_live[i] && (cs < 0 || pct(50)))
-                            cs = i;
-                    if (cs < 0)
-                        continue;
-                    o->type = O_CAPTURE;
-                    o->s = cs;
-                    o->val = (unsigned)rn(3); /* GLOBAL, THREAD_LOCAL, RELAXED */
-                    o->ptsz = (int)rn(2);
-                    int ls;
-                    do
-                        ls = (int)rn(NSTREAM);
-                    while (!(ls <= 1 || g_m.s_live[ls]));
-                    o->ls = ls;
-                    struct op l = {0};
-                    pick_handle(&l, ls);
-                    o->lptsz = l.ptsz;
-                    o->lhf = l.hf;
-                    o->reps = 1 + (int)rn(3);
-                    int k = 1 + (int)rn(6);
-                    o->sub = calloc((size_t)k, sizeof(struct op));
-                    for (int j = 0; j < k; j++) {
-                        if (gen_stream_op(&o->sub[o->nsub], &g_m, &vw, cs, ~0u, 1) == 0) {
-                            o->sub[o->nsub].hf = 2;
-                            o->sub[o->nsub].err = 0;
-                            o->nsub++;
-                        }
-                    }
-                    if (!o->nsub) {
-                        free_subs(o);
-                        continue;
-                    }
+                } else if (r < 77) {
+                    /* a capture (several ops, tried one by one), then its launch */
+                    gen_capture(&last);
+                    done = 1;
+                    break;
+                } else if (r < 83) {
+                    gen_kernel(o, pick_stream(&g_m, &vw, &last));
                 } else {
                     /* several threads, each on its own per-thread stream, the legacy
                      * one and created streams it owns */
@@ -1176,13 +1654,13 @@ static void generate(uint64_t seed, int len)
                         if (pct(60))
                             ownev[rn((size_t)o->w)] |= 1u << i;
                     int k = 2 + (int)rn(20);
-                    o->sub = calloc((size_t)k, sizeof(struct op));
+                    o->sub = calloc((size_t)k + MAXCAPOPS, sizeof(struct op)); /* room for a capture */
                     int wl[MAXW];
                     for (int w = 0; w < o->w; w++)
                         wl[w] = -1;
                     for (int j = 0; j < k; j++) {
                         int w = (int)rn((size_t)o->w);
-                        struct view wv = {0, 0, 0, 0, own[w], ownst[w]};
+                        struct view wv = {0, 0, 0, 0, own[w], ownst[w], 0, 0};
                         struct op *q = &o->sub[o->nsub];
                         int s = pct(70) ? 1 : 0;
                         if (ownst[w] && pct(50))
@@ -1193,10 +1671,12 @@ static void generate(uint64_t seed, int len)
                             s = wl[w];
                         wl[w] = s;
                         int rr = (int)rn(100);
-                        if (rr < 75) {
+                        if (rr < 70) {
                             if (gen_stream_op(q, &g_m, &wv, s, own[w], 0))
                                 continue;
                             q->err = 0;
+                        } else if (rr < 75) {
+                            gen_kernel(q, s);
                         } else if (rr < 84 && ownev[w]) {
                             /* the worker's own events, on its streams */
                             memset(q, 0, sizeof *q);
@@ -1228,21 +1708,44 @@ static void generate(uint64_t seed, int len)
                         q->w = w;
                         o->nsub++;
                     }
+                    /* a worker captures on a stream of its own while the others
+                     * go on (their calls then obey the capture's rules) */
+                    int cw = (int)rn((size_t)o->w);
+                    if (ownst[cw] && pct(40)) {
+                        struct op grp[MAXCAPOPS];
+                        int gn = 0, pos = (int)rn((size_t)o->nsub + 1);
+                        gen_worker_capture(grp, &gn, cw, own[cw], ownst[cw], ownev[cw]);
+                        memmove(&o->sub[pos + gn], &o->sub[pos], (size_t)(o->nsub - pos) * sizeof(struct op));
+                        memcpy(&o->sub[pos], grp, (size_t)gn * sizeof(struct op));
+                        o->nsub += gn;
+                    }
                     if (!o->nsub) {
                         free_subs(o);
                         continue;
                     }
-                    /* drop sub-ops that race, one at a time, until the block fits */
-                    for (int j = o->nsub - 1; j >= 0; j--) {
+                    /* drop the sub-op the model refuses (a race, a call a capture
+                     * forbids; the capture's begin or end: both), one at a time,
+                     * until the block fits */
+                    while (o->nsub) {
                         struct model snap = g_m;
-                        struct view mv = {0, 1, 2, 1, ~0u, ~0u};
-                        if (apply(&g_m, o, &mv, -1) == 0) {
-                            g_m = snap;
+                        struct view mv = {0, 1, 2, 1, ~0u, ~0u, 0, 0};
+                        g_m.bad_sub = -1;
+                        int bad = apply(&g_m, o, &mv, -1) ? g_m.bad_sub : -2;
+                        g_m = snap;
+                        if (bad == -2)
+                            break;
+                        if (bad < 0 || bad >= o->nsub) {
+                            o->nsub = 0;
                             break;
                         }
-                        g_m = snap;
-                        memmove(&o->sub[j], &o->sub[j + 1], (size_t)(o->nsub - j - 1) * sizeof(struct op));
-                        o->nsub--;
+                        int t = o->sub[bad].type, kept = 0;
+                        for (int j = 0; j < o->nsub; j++) {
+                            int u = o->sub[j].type;
+                            if (j == bad || ((t == O_CBEGIN || t == O_CEND) && (u == O_CBEGIN || u == O_CEND)))
+                                continue;
+                            o->sub[kept++] = o->sub[j];
+                        }
+                        o->nsub = kept;
                     }
                     if (!o->nsub) {
                         free_subs(o);
@@ -1255,6 +1758,8 @@ static void generate(uint64_t seed, int len)
             else if (o->nsub)
                 free_subs(o);
         }
+        if (done)
+            continue;
         if (!ok) {
             /* nothing fits: synchronize, which makes everything fit again */
             memset(o, 0, sizeof *o);
@@ -1282,8 +1787,11 @@ static unsigned char *g_ptr[NSLOT];
 static int g_kind[NSLOT], g_live[NSLOT];
 static size_t g_size[NSLOT];
 static int g_relaxed; /* the program has deliberate errors: compare error codes per epoch */
+static int g_polls;   /* the program has compute that stream queries find running */
+static CUfunction g_compute; /* the simulated driver's compute kernel */
 static CUgraphExec g_execs[MAXOPS];
 static int g_nexecs;
+static pthread_mutex_t g_execs_mu = PTHREAD_MUTEX_INITIALIZER; /* workers launch graphs too */
 
 /* output: per thread buffer so that workers' lines come out in a fixed order */
 struct out {
@@ -1319,6 +1827,11 @@ static void outf(struct out *o, const char *fmt, ...)
 
 static void record_rc(struct out *o, const char *label, CUresult rc)
 {
+    /* The capture errors (900-908): the generator makes only programs whose
+     * captures the driver accepts, so a plain run that meets one is the fuzzer's
+     * mistake (the driver process checks), a preloaded one cubatch's. */
+    if (rc >= CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED && rc <= CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD)
+        outf(o, "# capture-refused %s %d\n", label, (int)rc);
     if (!g_relaxed) {
         outf(o, "rc %s %d\n", label, (int)rc);
         return;
@@ -1429,12 +1942,71 @@ static CUresult do_stream_op(struct op *o, CUstream h)
     return o->ptsz ? cuLaunchHostFunc_ptsz(h, kernel, o->hfp) : cuLaunchHostFunc(h, kernel, o->hfp);
 }
 
-static CUresult do_ssync(const struct op *o)
+static CUresult do_ssync(struct out *out, const struct op *o)
 {
     CUstream h = handle(o, o->s);
     if (o->type == O_SSYNC)
         return o->ptsz ? cuStreamSynchronize_ptsz(h) : cuStreamSynchronize(h);
-    return o->ptsz ? cuStreamQuery_ptsz(h) : cuStreamQuery(h);
+    CUresult rc = o->ptsz ? cuStreamQuery_ptsz(h) : cuStreamQuery(h);
+    if (g_polls && rc == CUDA_ERROR_NOT_READY) {
+        /* Compute runs until so many queries found it running; cubatch asks such
+         * streams itself (rule 12), so the program's own query may find it done
+         * where the plain run's did not.  Either answer is right (the model relies
+         * on none). */
+        outf(out, "# query not ready\n");
+        rc = CUDA_SUCCESS;
+    }
+    return rc;
+}
+
+static CUresult do_kernel(const struct op *o, CUstream h)
+{
+    unsigned polls = o->val;
+    void *params[] = {&polls};
+    return o->ptsz ? cuLaunchKernel_ptsz(g_compute, o->grid, 1, 1, o->block, 1, 1, 0, h, params, NULL)
+                   : cuLaunchKernel(g_compute, o->grid, 1, 1, o->block, 1, 1, 0, h, params, NULL);
+}
+
+static CUstreamCaptureMode capture_mode(unsigned v)
+{
+    return v == 0 ? CU_STREAM_CAPTURE_MODE_GLOBAL
+           : v == 1 ? CU_STREAM_CAPTURE_MODE_THREAD_LOCAL : CU_STREAM_CAPTURE_MODE_RELAXED;
+}
+
+static CUresult do_cbegin(const struct op *o)
+{
+    CUstream cs = g_st[o->s];
+    return o->ptsz ? cuStreamBeginCapture_v2_ptsz(cs, capture_mode(o->val))
+                   : cuStreamBeginCapture_v2(cs, capture_mode(o->val));
+}
+
+/* The end of a capture: end, instantiate, launch 1-3 times (each call's code
+ * recorded), keep the executable graph until the end of the program. */
+static void do_cend(struct out *out, const struct op *o, const char *label)
+{
+    CUstream cs = g_st[o->s];
+    CUgraph g = NULL;
+    CUgraphExec ge = NULL;
+    CUresult rc = o->ptsz ? cuStreamEndCapture_ptsz(cs, &g) : cuStreamEndCapture(cs, &g);
+    record_rc(out, label, rc);
+    if (rc != CUDA_SUCCESS || !g)
+        return;
+    rc = cuGraphInstantiateWithFlags(&ge, g, 0);
+    record_rc(out, label, rc);
+    if (rc == CUDA_SUCCESS) {
+        struct op l = {0};
+        l.hf = o->lhf;
+        CUstream lh = handle(&l, o->ls);
+        for (int r = 0; r < o->reps; r++)
+            record_rc(out, label, o->lptsz ? cuGraphLaunch_ptsz(ge, lh) : cuGraphLaunch(ge, lh));
+        pthread_mutex_lock(&g_execs_mu);
+        if (g_nexecs < MAXOPS)
+            g_execs[g_nexecs++] = ge;
+        else
+            cuGraphExecDestroy(ge); /* its launches are enqueued: they still run */
+        pthread_mutex_unlock(&g_execs_mu);
+    }
+    cuGraphDestroy(g);
 }
 
 static void host_read(struct out *out, const struct op *o, const char *label)
@@ -1481,7 +2053,10 @@ static void *worker_main(void *p)
         case O_MEMSET:
         case O_HFUNC: record_rc(&wk->out, label, do_stream_op(q, handle(q, q->s))); break;
         case O_SSYNC:
-        case O_SQUERY: record_rc(&wk->out, label, do_ssync(q)); break;
+        case O_SQUERY: record_rc(&wk->out, label, do_ssync(&wk->out, q)); break;
+        case O_KERNEL: record_rc(&wk->out, label, do_kernel(q, handle(q, q->s))); break;
+        case O_CBEGIN: record_rc(&wk->out, label, do_cbegin(q)); break;
+        case O_CEND: do_cend(&wk->out, q, label); break;
         case O_EREC:
         case O_EWAIT:
         case O_ESYNC:
@@ -1504,11 +2079,20 @@ static void execute(struct op *ops, int n)
     for (int i = 0; i < NEV; i++)
         if ((rc = cuEventCreate(&g_ev[i], evflags[i])))
             die("event create: %d", (int)rc);
-    g_relaxed = 0;
+    /* the compute kernel: a module of any image the simulated driver takes
+     * (tests/sim/README.md), loaded before anything can capture */
+    static const uint32_t image[4] = {0xBA55ED50u, 0, 0, 0};
+    CUmodule mod;
+    if ((rc = cuModuleLoadData(&mod, image)) || (rc = cuModuleGetFunction(&g_compute, mod, "cusim_compute")))
+        die("compute kernel: %d", (int)rc);
+    g_relaxed = g_polls = 0;
     for (int i = 0; i < n; i++) {
         g_relaxed |= ops[i].err != 0;
-        for (int j = 0; j < ops[i].nsub; j++)
+        g_polls |= ops[i].type == O_KERNEL && ops[i].val;
+        for (int j = 0; j < ops[i].nsub; j++) {
             g_relaxed |= ops[i].sub[j].err != 0;
+            g_polls |= ops[i].sub[j].type == O_KERNEL && ops[i].sub[j].val;
+        }
     }
     for (int i = 0; i < n; i++) {
         struct op *o = &ops[i];
@@ -1588,7 +2172,10 @@ static void execute(struct op *ops, int n)
                 die("event create: %d", (int)rc);
             break;
         case O_SSYNC:
-        case O_SQUERY: record_rc(&g_out, label, do_ssync(o)); break;
+        case O_SQUERY: record_rc(&g_out, label, do_ssync(&g_out, o)); break;
+        case O_KERNEL: record_rc(&g_out, label, do_kernel(o, handle(o, o->s))); break;
+        case O_CBEGIN: record_rc(&g_out, label, do_cbegin(o)); break;
+        case O_CEND: do_cend(&g_out, o, label); break;
         case O_CSYNC:
             record_rc(&g_out, label, cuCtxSynchronize());
             epoch_end();
@@ -1689,13 +2276,25 @@ static int seed_env(uint64_t seed, char env[][96], int max)
     if (pct(20))
         snprintf(env[k++], 96, "CUBATCH_MIN_RUN=%u", 3 + (unsigned)rn(3));
     static const unsigned fl[] = {1000000, 1000000, 1000000, 10, 100, 1000};
-    snprintf(env[k++], 96, "CUBATCH_FLUSH_US=%u", fl[rn(6)]);
+    int flush = k;
+    unsigned flush_us = fl[rn(6)];
+    snprintf(env[k++], 96, "CUBATCH_FLUSH_US=%u", flush_us);
     static const char *engines[] = {"auto", "auto", "kernel", "batch"};
     snprintf(env[k++], 96, "CUBATCH_ENGINE=%s", engines[rn(4)]);
     if (pct(30))
         snprintf(env[k++], 96, "CUBATCH_PIPELINE=0");
     if (pct(25))
         snprintf(env[k++], 96, "CUBATCH_MAX_COPY=%s", pct(50) ? "64K" : "4M");
+    /* The pace rule (off by default: 1 s).  On the simulated driver calls are
+     * microseconds apart, so a threshold of 2-20 us lets some copies through as
+     * slow and defers others, and 0 passes every look's copies through: a stream
+     * switches between the two while its run is open.  The pace is measured at
+     * the timer's looks, so the timer must look: 10 us to 1 ms. */
+    if (pct(30)) {
+        snprintf(env[k++], 96, "CUBATCH_SLOW_NS=%u", pct(15) ? 0u : 2000u + (unsigned)rn(18001));
+        if (flush_us == 1000000)
+            snprintf(env[flush], 96, "CUBATCH_FLUSH_US=%u", fl[3 + rn(3)]);
+    }
     (void)max;
     rng_state = save;
     return k;
@@ -1726,7 +2325,8 @@ static struct result child(const struct cfg *c, const char *tmpdir, char *const 
     env[ne++] = e_ld;
     env[ne++] = "CUBATCH_FLUSH_US=1000000";
     /* the simulated driver is slow: without this the pace rule would pass most
-     * copies through and the fuzzer would test little of the queue */
+     * copies through and the fuzzer would test little of the queue (a seed that
+     * varies it says so first: seed_env) */
     env[ne++] = "CUBATCH_SLOW_NS=1000000000";
     if (preload) {
         snprintf(e_pre, sizeof e_pre, "LD_PRELOAD=%s", c->lib);
@@ -1778,6 +2378,11 @@ static int compare_runs(const struct cfg *c, const char *tmpdir, char *const arg
     } else if (a.status != 0) {
         ret = 2;
         snprintf(what, wl, "plain run failed with status %d", a.status);
+    } else if (strstr(a.out, "# capture-refused")) {
+        /* the generator's rules of capture let through a call the driver refuses */
+        const char *l = strstr(a.out, "# capture-refused");
+        ret = 2;
+        snprintf(what, wl, "the plain run had a capture call refused: %.*s", (int)strcspn(l, "\n"), l);
     } else {
         struct result b = child(c, tmpdir, args, 1, penv, npenv, "preload");
         if (b.status != 0) {

@@ -124,6 +124,19 @@ static long stat_of(const struct run *r, const char *key)
     return p ? strtol(p + strlen(pat), NULL, 10) : -1;
 }
 
+/* The value of "key" in the counters the program printed itself (the probe's
+ * "stats:" line, from cubatch_stats_json), -1 when absent: for a run whose report
+ * at exit cannot be written (cubatch unable to allocate). */
+static long printed_stat_of(const struct run *r, const char *key)
+{
+    char pat[96];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *line = strstr(r->out, "stats: {");
+    const char *end = line ? strchr(line, '\n') : NULL;
+    const char *p = line ? strstr(line, pat) : NULL;
+    return p && (!end || p < end) ? strtol(p + strlen(pat), NULL, 10) : -1;
+}
+
 /* The rest of the first stdout line starting with `prefix`, or "" */
 static const char *line_of(const struct run *r, const char *prefix, char *buf, size_t len)
 {
@@ -287,6 +300,52 @@ START_TEST(pageable_passes_through)
     STAT_EQ(p.shim, "pass_pageable", 128);
     STAT_EQ(p.shim, "deferred", 0);
     ck_assert_int_eq(log_count(&p.shim, BATCH), 0);
+    pair_free(&p);
+}
+END_TEST
+
+/* Each copy is counted by the direction of its memory, whatever becomes of it;
+ * 0-byte copies and pageable memory are not classified ("unknown"). */
+START_TEST(every_direction_is_counted)
+{
+    struct pair p = both("directions", NULL);
+    STAT_EQ(p.shim, "copies", 48);
+    STAT_EQ(p.shim, "copies_h2d", 8);
+    STAT_EQ(p.shim, "copies_d2d", 8);
+    STAT_EQ(p.shim, "copies_d2h", 8);
+    STAT_EQ(p.shim, "copies_h2h", 8);
+    STAT_EQ(p.shim, "copies_unknown", 16);
+    STAT_EQ(p.shim, "pass_zero", 8);
+    STAT_EQ(p.shim, "pass_pageable", 8);
+    STAT_EQ(p.shim, "pass_policy", 8); /* host to host: not deferred by default */
+    /* the 0-byte copies between the device-to-host ones wait for nothing and left
+     * that run whole: three runs of 7, 8 and 8, split where a copy reads what the
+     * run before wrote, the last submitted before the first pageable copy */
+    STAT_EQ(p.shim, "batches", 3);
+    STAT_EQ(p.shim, "batch_max", 8);
+    STAT_EQ(p.shim, "flush_hazard", 2);
+    STAT_EQ(p.shim, "flush_passthrough", 1);
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(copies_over_the_size_limit_pass_through)
+{
+    /* four copies of 512 KiB: over a 256 KiB limit each passes through (still
+     * counted by direction); at a limit of exactly 512 KiB they are deferred */
+    const char *small[] = {"CUBATCH_MAX_COPY=256K", NULL};
+    struct pair p = both("big", small);
+    STAT_EQ(p.shim, "pass_size", 4);
+    STAT_EQ(p.shim, "copies_d2h", 4);
+    STAT_EQ(p.shim, "deferred", 0);
+    STAT_EQ(p.shim, "batches", 0);
+    ck_assert_int_eq(log_count(&p.shim, "cuMemcpyDtoHAsync_v2"), 4);
+    pair_free(&p);
+    const char *exact[] = {"CUBATCH_MAX_COPY=512K", NULL};
+    p = both("big", exact);
+    STAT_EQ(p.shim, "pass_size", 0);
+    STAT_EQ(p.shim, "deferred", 3);
+    STAT_EQ(p.shim, "batches", 1);
     pair_free(&p);
 }
 END_TEST
@@ -702,8 +761,14 @@ START_TEST(allocation_failure_passes_through)
         ASSERT_OK(shim, "cubatch unable to allocate");
         char *a = lines_with(&plain, "digest:"), *b = lines_with(&shim, "digest:");
         ck_assert_str_eq(a, b);
-        /* cubatch could queue nothing: every copy went out as itself */
+        /* cubatch could queue nothing: every copy went out as itself, each counted
+         * (the report at exit cannot be written: the program's own stats line) */
         ck_assert_int_eq(log_count(&shim, BATCH), 0);
+        ck_assert_int_gt(printed_stat_of(&shim, "copies"), 0);
+        ck_assert_msg(printed_stat_of(&shim, "pass_nomem") == printed_stat_of(&shim, "copies"),
+                      "%s: pass_nomem %ld of %ld copies\n%s", scenarios[i], printed_stat_of(&shim, "pass_nomem"),
+                      printed_stat_of(&shim, "copies"), shim.out);
+        ck_assert_int_eq(printed_stat_of(&shim, "deferred"), 0);
         free(a);
         free(b);
         run_free(&plain);
@@ -822,6 +887,10 @@ START_TEST(host_copies_avoid_a_busy_gpu)
     /* once a submission found it busy, host-to-device copies pass through */
     STAT_EQ(p.shim, "pass_busy", 31);
     STAT_EQ(p.shim, "deferred", 96);
+    /* asked once: found running, it is trusted to run on for 200 us, and no
+     * (virtual) time passes in the scenario; the grid's size was known */
+    STAT_EQ(p.shim, "load_queries", 1);
+    STAT_EQ(p.shim, "launches_unsized", 0);
     pair_free(&p);
     /* on the legacy stream: the batch API on a fenced side stream */
     p = both("sm_busy_legacy", automatic);
@@ -848,6 +917,9 @@ START_TEST(finished_compute_lets_the_kernel_take_them)
         STAT_GE(p.shim, "load_checks", 1);
         STAT_EQ(p.shim, "load_copy_engines", 0);
         STAT_EQ(p.shim, "batches", 0);
+        /* cubatch does not learn from the program's own calls: it asks the stream
+         * once, finds it idle and forgets it (the second run's check asks nobody) */
+        STAT_EQ(p.shim, "load_queries", 1);
         pair_free(&p);
     }
 }
@@ -855,10 +927,27 @@ END_TEST
 
 START_TEST(compute_that_leaves_room_or_would_be_waited_for)
 {
-    /* a grid that leaves SMs free is not counted */
+    /* a grid that leaves SMs free is not counted, and nothing is asked */
     struct pair p = both("sm_room", automatic);
     STAT_EQ(p.shim, "launches_filling", 0);
+    STAT_EQ(p.shim, "load_queries", 0);
     STAT_GE(p.shim, "kernel_launches", 1);
+    pair_free(&p);
+    /* the same grid when the occupancy calculator fails: its size is unknown, so it
+     * counts as filling, and the copies keep off the copy kernel while it runs */
+    const char *no_occupancy[] = {"CUBATCH_ENGINE=auto", "CUSIM_FAIL=cuOccupancyMaxActiveBlocksPerMultiprocessor:0:1",
+                                  NULL};
+    p = both("sm_room", no_occupancy);
+    STAT_EQ(p.shim, "launches_unsized", 1);
+    STAT_EQ(p.shim, "launches_filling", 1);
+    STAT_EQ(p.shim, "load_queries", 1);
+    STAT_GE(p.shim, "load_copy_engines", 1);
+    STAT_EQ(p.shim, "kernel_launches", 0);
+    pair_free(&p);
+    /* a graph launch: its size is never known */
+    p = both("marker_graph_launch", automatic);
+    STAT_EQ(p.shim, "launches_unsized", 1);
+    STAT_EQ(p.shim, "launches_filling", 1);
     pair_free(&p);
     /* device-to-device copies are SM work for the driver too: the kernel keeps them */
     p = both("sm_busy_d2d", automatic_all);
@@ -867,12 +956,14 @@ START_TEST(compute_that_leaves_room_or_would_be_waited_for)
     /* a destroyed stream is never asked about (the real driver may crash) */
     p = both("sm_destroyed", automatic);
     ck_assert_int_eq(log_count(&p.shim, "cuStreamQuery"), 0);
+    STAT_EQ(p.shim, "load_queries", 0);
     STAT_GE(p.shim, "kernel_launches", 1);
     pair_free(&p);
     /* compute on the legacy stream: a blocking stream's copies wait for it anyway */
     p = both("sm_legacy_compute", automatic);
     STAT_GE(p.shim, "kernel_launches", 1);
     STAT_EQ(p.shim, "load_copy_engines", 0);
+    STAT_EQ(p.shim, "load_queries", 0); /* not even asked */
     pair_free(&p);
 }
 END_TEST
@@ -1150,6 +1241,22 @@ START_TEST(set_enabled_flushes_then_passes_through)
     STAT_EQ(p.shim, "pass_disabled", 64);
     STAT_EQ(p.shim, "deferred", 63 + 63);
     STAT_EQ(p.shim, "batches", 2);
+    STAT_EQ(p.shim, "flush_api", 1); /* the run queued at cubatch_set_enabled(0) */
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(program_flush_submits_at_the_call)
+{
+    /* cubatch_flush() with a run of 63 queued: one batch at the call (not at the
+     * later synchronize), counted as the API's; a second call has nothing to submit */
+    struct pair p = both("api_flush", NULL);
+    ck_assert_int_eq(num_of(&p.shim, "batches_after_api_flush_0: "), 1);
+    ck_assert_int_eq(num_of(&p.shim, "batches_after_api_flush_1: "), 1);
+    STAT_EQ(p.shim, "flush_api", 1);
+    STAT_EQ(p.shim, "flush_stream", 0);
+    STAT_EQ(p.shim, "batches", 1);
+    STAT_EQ(p.shim, "deferred", 63);
     pair_free(&p);
 }
 END_TEST
@@ -1312,13 +1419,16 @@ END_TEST
 
 /* ---- section 2: the version rule ----------------------------------------------------------- */
 
-static void assert_pass_through(const char *const *env, const char *reason)
+/* counter: the pass-through reason every copy is counted under */
+static void assert_pass_through(const char *const *env, const char *reason, const char *counter)
 {
     struct pair p = both("basic", env);
     ck_assert_msg(strstr(p.shim.stats, "\"batching\":false"), "%s", p.shim.stats);
     ck_assert_msg(strstr(p.shim.stats, reason), "reason should mention '%s': %s", reason, p.shim.stats);
     STAT_EQ(p.shim, "deferred", 0);
     STAT_EQ(p.shim, "copies", 128);
+    STAT_EQ(p.shim, counter, 128);
+    STAT_EQ(p.shim, "copies_unknown", 128); /* nothing is classified then */
     ck_assert_int_eq(log_count(&p.shim, BATCH), 0);
     ck_assert_int_eq(log_count(&p.shim, "cuMemcpyBatchAsync"), 0);
     pair_free(&p);
@@ -1327,21 +1437,21 @@ static void assert_pass_through(const char *const *env, const char *reason)
 START_TEST(driver_12_8_passes_through)
 {
     const char *env[] = {"CUSIM_DRIVER_VERSION=12080", NULL};
-    assert_pass_through(env, "older than CUDA 13.0");
+    assert_pass_through(env, "older than CUDA 13.0", "pass_version");
 }
 END_TEST
 
 START_TEST(missing_entry_point_passes_through)
 {
     const char *env[] = {"CUSIM_MISSING=cuMemcpyBatchAsync", NULL};
-    assert_pass_through(env, "no CUDA 13.0 cuMemcpyBatchAsync");
+    assert_pass_through(env, "no CUDA 13.0 cuMemcpyBatchAsync", "pass_version");
 }
 END_TEST
 
 START_TEST(switched_off_passes_through)
 {
     const char *env[] = {"CUBATCH_ENABLE=0", NULL};
-    assert_pass_through(env, "switched off");
+    assert_pass_through(env, "switched off", "pass_disabled");
     struct run r = probe("basic", 1, env);
     STAT_EQ(r, "pass_disabled", 128);
     run_free(&r);
@@ -1462,7 +1572,8 @@ END_TEST
 int main(void)
 {
     const struct th_case cases[] = {
-        {"deferral", {runs_become_batches, pageable_passes_through, many_allocations_are_classified_once,
+        {"deferral", {runs_become_batches, pageable_passes_through, every_direction_is_counted,
+                      copies_over_the_size_limit_pass_through, many_allocations_are_classified_once,
                       single_copy_goes_out_as_itself,
                       policy_keeps_slow_band_out, policy_pass_through_keeps_the_run, slow_copies_pass_fast_ones_batch,
                       managed_memory}},
@@ -1486,7 +1597,8 @@ int main(void)
         {"interposition", {every_path_reaches_the_right_wrapper}},
         {"markers", {records_join_the_run, every_observer_submits_the_marker,
                      markers_of_other_threads_and_the_legacy_stream, records_others_may_see_pass_through,
-                     jax_host_to_device_stream_batches, set_enabled_flushes_then_passes_through}},
+                     jax_host_to_device_stream_batches, set_enabled_flushes_then_passes_through,
+                     program_flush_submits_at_the_call}},
         {"kernel_engine", {kernel_runs_the_runs, kernel_keeps_every_rule, kernel_batches_the_legacy_stream,
                            legacy_runs_go_before_blocking_work, capture_begins_after_legacy_runs,
                            nothing_deferred_on_legacy_while_capturing,

@@ -615,6 +615,64 @@ static void sc_pageable(void)
     free(back);
 }
 
+/* Every direction cubatch tells apart, DIRN copies each, all through cuMemcpyAsync
+ * (unified addresses) on one stream: host to device, device to device (reading
+ * what those wrote), device to host, host to host (pinned on both sides), then
+ * 0-byte copies between the device-to-host ones, which touch nothing, and copies
+ * from pageable memory (cubatch classifies neither: "unknown"). */
+enum { DIRN = 8 };
+static void sc_directions(void)
+{
+    unsigned char *in = pinned(DIRN * SZ), *back = pinned(DIRN * SZ), *hh = pinned(DIRN * SZ);
+    unsigned char *page = malloc(DIRN * SZ), *got = malloc(DIRN * SZ);
+    fill(in, DIRN * SZ, 60);
+    fill(page, DIRN * SZ, 61);
+    CUdeviceptr d = devmem(DIRN * SZ), d2 = devmem(DIRN * SZ), d3 = devmem(DIRN * SZ);
+    CUstream s = mkstream(CU_STREAM_NON_BLOCKING);
+#define AT(p, i) ((CUdeviceptr)(uintptr_t)(p) + (size_t)(i) * SZ)
+    for (int i = 0; i < DIRN; i++)
+        CK(cuMemcpyAsync(d + (size_t)i * SZ, AT(in, i), SZ, s));
+    for (int i = 0; i < DIRN; i++)
+        CK(cuMemcpyAsync(d2 + (size_t)i * SZ, d + (size_t)i * SZ, SZ, s));
+    for (int i = 0; i < DIRN; i++) {
+        CK(cuMemcpyAsync(AT(back, i), d2 + (size_t)i * SZ, SZ, s));
+        CK(cuMemcpyAsync(d3 + (size_t)i * SZ, d2 + (size_t)i * SZ, 0, s));
+    }
+    for (int i = 0; i < DIRN; i++)
+        CK(cuMemcpyAsync(AT(hh, i), AT(in, i), SZ, s));
+    for (int i = 0; i < DIRN; i++)
+        CK(cuMemcpyAsync(d3 + (size_t)i * SZ, AT(page, i), SZ, s));
+#undef AT
+    CK(cuStreamSynchronize(s));
+    expect("host to device to device to host", back, in, DIRN * SZ);
+    expect("host to host", hh, in, DIRN * SZ);
+    CK(cuMemcpyDtoH_v2(got, d3, DIRN * SZ));
+    expect("from pageable memory", got, page, DIRN * SZ);
+    free(page);
+    free(got);
+}
+
+/* cubatch_flush (include/cubatch.h), found as a program finds it: what is
+ * queued goes out at the call, not at the later synchronize; a second call with
+ * nothing queued submits nothing. */
+static void sc_api_flush(void)
+{
+    int (*flush)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "cubatch_flush");
+    unsigned char *src = malloc(N * SZ), *out = pinned(N * SZ);
+    fill(src, N * SZ, 62);
+    CUdeviceptr d = devfilled(src, N * SZ);
+    CUstream s = mkstream(CU_STREAM_NON_BLOCKING);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * SZ, d + (size_t)i * SZ, SZ, s));
+    for (int k = 0; k < 2; k++) {
+        printf("rc: api_flush_%d %d\n", k, flush ? flush() : 0);
+        printf("batches_after_api_flush_%d: %lu\n", k, sim_count("cuMemcpyBatchAsync_v2"));
+    }
+    CK(cuStreamSynchronize(s));
+    expect("copies flushed by the program", out, src, N * SZ);
+    free(src);
+}
+
 /* Copies queued, then CPU work with no CUDA call: the bound on waiting. */
 static void sc_timer(void)
 {
@@ -2296,6 +2354,7 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"marker_interprocess", sc_marker_interprocess}, {"marker_external", sc_marker_external},
     {"marker_ptds", sc_marker_ptds},   {"marker_legacy", sc_marker_legacy}, {"marker_timer", sc_marker_timer},
     {"jax", sc_jax},                   {"set_enabled", sc_set_enabled},
+    {"directions", sc_directions},     {"api_flush", sc_api_flush},
     {"two_streams", sc_two_streams}, {"two_peer", sc_two_peer}, {"two_ctxsync", sc_two_ctxsync},
     {"two_module", sc_two_module},   {"two_release", sc_two_release}, {"two_reset", sc_two_reset},
     {"two_ptds_switch", sc_two_ptds_switch},
