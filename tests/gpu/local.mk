@@ -14,7 +14,7 @@ EXTRA_DIST += \
 	tests/gpu/cupy_copies.py tests/gpu/cuda_core_copies.py
 # The real-GPU campaign's other parts (bench/RESULTS.md lists the commands).
 EXTRA_DIST += \
-	tests/gpu/run-probe.sh \
+	tests/gpu/run-probe.sh tests/gpu/capture-campaign.sh \
 	tests/gpu/soak.sh \
 	tests/gpu/torch_soak.py \
 	tests/gpu/two_gpu.py tests/gpu/run-two-gpu.sh
