@@ -66,16 +66,12 @@ CUresult cb_flush_run(struct cb_run *run, enum cb_flush_why why)
     } else if (owner && run->facts.fence.ev_join) {
         rc = cb_fence_owner_join(&run->facts);
     }
-    CUresult pending = run->pending;
-    run->pending = CUDA_SUCCESS;
-    if (pending == CUDA_SUCCESS)
-        pending = rc;
-    if ((does & CB_FD_KEEPS_ERROR) && pending != CUDA_SUCCESS) {
-        run->pending = pending;
-        pending = CUDA_SUCCESS;
-    }
+    /* an error kept by an earlier flush came first */
+    CUresult err = cb_first_error(run->pending, rc);
+    int keep = (does & CB_FD_KEEPS_ERROR) != 0;
+    run->pending = keep ? err : CUDA_SUCCESS;
     cb_run_set_active(run);
-    return pending;
+    return keep ? CUDA_SUCCESS : err;
 }
 
 /* Which runs a flush takes. */
@@ -108,12 +104,12 @@ static CUresult flush_matching(enum cb_which which, enum cb_flush_why why)
         }
         CUresult rc = cb_flush_run(run, why);
         /* legacy-ordered calls (and context-wide ones, which include synchronous
-         * copies) must follow other threads' side-submitted per-thread copies */
-        if (!(cb_flush_does[why] & CB_FD_NO_LEGACY_JOIN) && rc == CUDA_SUCCESS && run->facts.ptds)
-            rc = cb_fence_legacy_join(&run->facts);
+         * copies) must follow other threads' side-submitted per-thread copies,
+         * a refused submission's replayed ones too */
+        if (!(cb_flush_does[why] & CB_FD_NO_LEGACY_JOIN) && run->facts.ptds)
+            rc = cb_first_error(rc, cb_fence_legacy_join(&run->facts));
         cb_run_unlock(run);
-        if (rc != CUDA_SUCCESS && first == CUDA_SUCCESS)
-            first = rc;
+        first = cb_first_error(first, rc);
     }
     cb_store_unlock();
     return first;
@@ -154,11 +150,8 @@ CUresult cb_flush_capture_begin(CUstream s, int ptsz_entry)
     CUresult rc = cb_flush_stream(s, ptsz_entry, CB_WHY_flush_stream);
     /* counted before the capture begins: no legacy run may open from now on */
     atomic_fetch_add(&cb_captures, 1);
-    if (!cb_runs_locked_here() && cb_runs_legacy_pending()) {
-        CUresult r2 = flush_matching(CB_LEGACY_RUNS, CB_WHY_flush_stream);
-        if (rc == CUDA_SUCCESS)
-            rc = r2;
-    }
+    if (!cb_runs_locked_here() && cb_runs_legacy_pending())
+        rc = cb_first_error(rc, flush_matching(CB_LEGACY_RUNS, CB_WHY_flush_stream));
     return rc;
 }
 
@@ -186,11 +179,8 @@ CUresult cb_flush_stream(CUstream s, int ptsz_entry, enum cb_flush_why why)
     CUresult rc = cb_flush_cross(s, sk);
     struct cb_run *run = cb_run_lock_key(&key, 0, NULL);
     if (run) {
-        if (run->active) {
-            CUresult r2 = cb_flush_run(run, why);
-            if (rc == CUDA_SUCCESS)
-                rc = r2;
-        }
+        if (run->active)
+            rc = cb_first_error(rc, cb_flush_run(run, why));
         cb_run_unlock(run);
     }
     return rc;
@@ -203,22 +193,23 @@ CUresult cb_issue_ahead_of_run(const struct cb_copy_req *rq)
     struct cb_run_key key = cb_run_key_of(rq->stream, rq->sk, rq->ctx);
     CUresult fe = cb_flush_cross(rq->stream, rq->sk);
     struct cb_run *run = cb_run_lock_key(&key, 0, NULL);
+    /* the cross flush's error, if any, came first: it is the one reported */
     if (run && run->q.n > 0 && cb_run_hazard(run, rq))
-        fe = cb_flush_run(run, CB_WHY_flush_hazard);
+        fe = cb_first_error(fe, cb_flush_run(run, CB_WHY_flush_hazard));
     else if (run && run->q.n == 0 && (run->facts.fence.ev_join || run->pending != CUDA_SUCCESS))
-        fe = cb_flush_run(run, CB_WHY_flush_passthrough); /* a pending join or error: settle it */
+        fe = cb_first_error(fe, cb_flush_run(run, CB_WHY_flush_passthrough)); /* a pending join or error: settle it */
     /* Issued under the run's lock so that no other thread can flush the run
      * between the copy and the fence below. */
     CUresult rc = cb_issue_copy(rq->hook, rq->dst, rq->src, rq->bytes, rq->stream);
     if (run && run->q.n > 0 && run->facts.ptds && run->facts.fence.ev_start) {
         /* Copies queued from now on may depend on this one; a side-stream
          * submission waits for ev_start only, so move it past this copy. */
-        if (cb_fence_rerecord(&run->facts) != CUDA_SUCCESS && fe == CUDA_SUCCESS)
-            fe = cb_flush_run(run, CB_WHY_flush_stream);
+        if (cb_fence_rerecord(&run->facts) != CUDA_SUCCESS)
+            fe = cb_first_error(fe, cb_flush_run(run, CB_WHY_flush_stream));
     }
     if (run)
         cb_run_unlock(run);
-    return fe != CUDA_SUCCESS ? fe : rc;
+    return cb_first_error(fe, rc);
 }
 
 void cb_forget_stream(CUstream s)

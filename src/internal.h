@@ -85,6 +85,11 @@ enum cb_flush_why {
 #undef CB_STAT
     CB_WHY_COUNT
 };
+/* Of two results, the one to report: the earlier error, else the later result.
+ * An error the program has not yet seen is never replaced, neither by a later
+ * success nor by a later error (rule 9: the program sees the first failing
+ * copy's own error). */
+static inline CUresult cb_first_error(CUresult kept, CUresult rc) { return kept != CUDA_SUCCESS ? kept : rc; }
 /* What a stream argument names, once NULL and the special handles are resolved. */
 enum cb_stream_kind { CB_SK_CREATED, CB_SK_LEGACY, CB_SK_PER_THREAD };
 static inline enum cb_stream_kind cb_stream_kind(CUstream s, int ptsz_entry)
