@@ -11,44 +11,30 @@
 atomic_int cb_flush_closed_flag; /* after the final flush at exit: nothing more is deferred */
 
 
-/* What a flush does besides submitting, by its reason: the one place that says it.
+/* What a flush does besides submitting, by its reason: the `does` column of
+ * stats.def's CB_FLUSH rows (cb_flush_does), and why.
  *
  * A call naming the stream, a context-wide one, the timer or exit end the
  * burst: the stream's next copy is the first of a new one.  A hazard, a chunk or
- * a copy passing through do not; nor does a stream wait.  A wait must flush
- * (rule 11: moved before earlier copies, it could make a kernel elsewhere spin
- * forever on a flag one of them sets), but it says nothing about the program's
- * pace: frameworks put one between groups of copies (JAX's host-to-device
- * stream: copy, records, wait, copy, ...), and were the copy after each wait to
- * go out alone as a burst's first, most of theirs would.  The copy after a wait
- * joins a new run at once instead; an isolated one waits at most for the
- * timer's first look (CUBATCH_FLUSH_US).  Event records do not end the burst
- * either: they join the run (marker.c).
+ * a copy passing through do not (KEEPS_BURST); nor does a stream wait.  A wait
+ * must flush (rule 11: moved before earlier copies, it could make a kernel
+ * elsewhere spin forever on a flag one of them sets), but it says nothing about
+ * the program's pace: frameworks put one between groups of copies (JAX's
+ * host-to-device stream: copy, records, wait, copy, ...), and were the copy
+ * after each wait to go out alone as a burst's first, most of theirs would.
+ * The copy after a wait joins a new run at once instead; an isolated one waits
+ * at most for the timer's first look (CUBATCH_FLUSH_US).  Event records do not
+ * end the burst either: they join the run (marker.c).
  *
  * Nobody is waiting on a timer flush: its error is kept for the next call on the
- * stream (or the next context-wide call).  The timer and exit need not make the
- * legacy stream wait for another thread's per-thread run (flush_matching): no
- * legacy-ordered call of the program is being made. */
-enum cb_flush_does {
-    CB_FD_KEEPS_BURST = 1,    /* the stream's next copy still joins a run at once */
-    CB_FD_CHUNK = 2,          /* a chunk of a growing run: the pipelining goes on */
-    CB_FD_KEEPS_ERROR = 4,    /* the error waits for the stream's next call */
-    CB_FD_NO_LEGACY_JOIN = 8, /* no legacy-ordered call follows */
-};
-static const unsigned char cb_flush_does[CB_WHY_COUNT] = {
-    [CB_WHY_flush_hazard] = CB_FD_KEEPS_BURST,
-    [CB_WHY_flush_full] = CB_FD_KEEPS_BURST | CB_FD_CHUNK,
-    [CB_WHY_flush_passthrough] = CB_FD_KEEPS_BURST,
-    [CB_WHY_flush_wait] = CB_FD_KEEPS_BURST,
-    [CB_WHY_flush_timer] = CB_FD_KEEPS_ERROR | CB_FD_NO_LEGACY_JOIN,
-    [CB_WHY_flush_exit] = CB_FD_NO_LEGACY_JOIN,
-    [CB_WHY_flush_api] = CB_FD_NO_LEGACY_JOIN,
-};
-
+ * stream (or the next context-wide call; KEEPS_ERROR).  The timer, exit and the
+ * API need not make the legacy stream wait for another thread's per-thread run
+ * (flush_matching; no JOINS_LEGACY): no legacy-ordered call of the program is
+ * being made. */
 CUresult cb_flush_run(struct cb_run *run, enum cb_flush_why why)
 {
     CUresult rc = CUDA_SUCCESS;
-    unsigned does = cb_flush_does[why];
+    unsigned does = cb_flush_does(why);
     if (!(does & CB_FD_KEEPS_BURST))
         run->pace.warm = 0;
     if (!(does & CB_FD_CHUNK))
@@ -106,7 +92,7 @@ static CUresult flush_matching(enum cb_which which, enum cb_flush_why why)
         /* legacy-ordered calls (and context-wide ones, which include synchronous
          * copies) must follow other threads' side-submitted per-thread copies,
          * a refused submission's replayed ones too */
-        if (!(cb_flush_does[why] & CB_FD_NO_LEGACY_JOIN) && run->facts.ptds)
+        if ((cb_flush_does(why) & CB_FD_JOINS_LEGACY) && run->facts.ptds)
             rc = cb_first_error(rc, cb_fence_legacy_join(&run->facts));
         cb_run_unlock(run);
         first = cb_first_error(first, rc);
