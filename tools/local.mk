@@ -44,7 +44,7 @@ EXTRA_DIST += tools/cubatch-report.in
 cubatch-report: $(srcdir)/tools/cubatch-report.in $(srcdir)/src/stats.def Makefile
 	$(AM_V_GEN)rm -f $@ $@.tmp $@.rows && \
 	sed -n -e 's/^CB_STAT(\([a-z0-9_]*\), *\([A-Z]*\), *\(".*"\))$$/    ("\1", "\2", \3),/p' \
-	    -e 's/^CB_FLUSH(\([a-z0-9_]*\), *[A-Z_ |]*, *\(".*"\))$$/    ("\1", "FLUSH", \2),/p' \
+	    -e 's/^CB_FLUSH(\([a-z0-9_]*\), *[A-Z0-9_ |]*, *\(".*"\))$$/    ("\1", "FLUSH", \2),/p' \
 	    $(srcdir)/src/stats.def >$@.rows && \
 	if [ "`grep -c -e '^CB_STAT(' -e '^CB_FLUSH(' $(srcdir)/src/stats.def`" != "`wc -l <$@.rows`" ]; then \
 	  echo "cubatch-report: a CB_STAT or CB_FLUSH row of src/stats.def is not on one line as NAME, KIND or DOES, \"doc\"" >&2; exit 1; fi && \

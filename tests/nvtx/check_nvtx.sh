@@ -40,7 +40,7 @@ import json, re, sys
 rec, rep, engine, table = sys.argv[1:5]
 lines = open(rec).read().splitlines()
 # the reasons a marker announces: the table's word, not a list of this test's
-rows = re.findall(r'^CB_FLUSH\((flush_[a-z]+), *([A-Z_ |]*),', open(table).read(), re.M)
+rows = re.findall(r'^CB_FLUSH\((flush_[a-z]+), *([A-Z0-9_ |]*),', open(table).read(), re.M)
 marked = {name for name, does in rows if "CB_FD_MARK" in does}
 if len(rows) < 2 or not marked:
     sys.exit("check_nvtx: FAILED: no CB_FLUSH rows with CB_FD_MARK in %s" % table)
