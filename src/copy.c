@@ -125,6 +125,13 @@ static int defer(struct cb_copy_req *rq, CUresult *rc)
     }
     if (created && run->facts.ptds)
         cb_life_watch_thread();
+    if (CB_UNLIKELY(run->pending != CUDA_SUCCESS) && *rc == CUDA_SUCCESS) {
+        /* a flush nobody waited for kept its error (flush.c): this copy is the
+         * stream's next call (one error a call: with the cross flush's, it
+         * waits for the next; set_active follows on every path below) */
+        *rc = run->pending;
+        run->pending = CUDA_SUCCESS;
+    }
     if (cb_flush_closed() || cb_flush_paused()) {
         why = CB_ST_pass_disabled;
         goto pass;

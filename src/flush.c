@@ -14,6 +14,12 @@ atomic_int cb_flush_closed_flag; /* after the final flush at exit: nothing more 
 /* What a flush does besides submitting, by its reason: the `does` column of
  * stats.def's CB_FLUSH rows (cb_flush_does), and why.
  *
+ * Rule 9: a failed copy's error reaches the program.  A call of the program
+ * that flushes (CALL) returns it.  Nobody waits for the timer, the pace rule's
+ * look, fork or exit: the error is kept in the run (KEEPS_ERROR) for the
+ * stream's next call, a copy (copy.c) or any call that flushes the stream or
+ * the context.
+ *
  * A call naming the stream, a context-wide one, the timer or exit end the
  * burst: the stream's next copy is the first of a new one.  A hazard, a chunk or
  * a copy passing through do not (KEEPS_BURST); nor does a stream wait.  A wait
@@ -26,11 +32,17 @@ atomic_int cb_flush_closed_flag; /* after the final flush at exit: nothing more 
  * at most for the timer's first look (CUBATCH_FLUSH_US).  Event records do not
  * end the burst either: they join the run (marker.c).
  *
- * Nobody is waiting on a timer flush: its error is kept for the next call on the
- * stream (or the next context-wide call; KEEPS_ERROR).  The timer, exit and the
- * API need not make the legacy stream wait for another thread's per-thread run
- * (flush_matching; no JOINS_LEGACY): no legacy-ordered call of the program is
- * being made. */
+ * The timer, the pace rule, exit and the API need not make the legacy stream
+ * wait for another thread's per-thread run (flush_matching; no JOINS_LEGACY):
+ * no legacy-ordered call of the program is being made. */
+#define CB_STAT(name, kind, doc)
+#define CB_FLUSH(name, does, doc)                                              \
+    _Static_assert(!((does) & CB_FD_CALL) == !!((does) & CB_FD_KEEPS_ERROR), \
+                   #name ": its error is returned to the waiting call, or kept for the next");
+#include "stats.def"
+#undef CB_FLUSH
+#undef CB_STAT
+
 CUresult cb_flush_run(struct cb_run *run, enum cb_flush_why why)
 {
     CUresult rc = CUDA_SUCCESS;
@@ -198,6 +210,14 @@ CUresult cb_issue_ahead_of_run(const struct cb_copy_req *rq)
     return cb_first_error(fe, rc);
 }
 
+/* An error no call of the program can be told any more (its stream is
+ * destroyed, its thread or the process exits): said where it still can be. */
+static void untold(CUresult rc, const char *why)
+{
+    if (rc != CUDA_SUCCESS)
+        cb_warn("a deferred copy failed (CUresult %d) and %s: the program was never told", (int)rc, why);
+}
+
 void cb_forget_stream(CUstream s)
 {
     if (cb_stream_kind(s, 0) != CB_SK_CREATED)
@@ -207,8 +227,10 @@ void cb_forget_stream(CUstream s)
     struct cb_run *run = cb_store_find(&key);
     if (run) {
         cb_run_lock(run);
+        CUresult rc = CUDA_SUCCESS;
         if (run->q.n > 0) /* queued between the flush and the destroy by another thread */
-            cb_flush_run(run, CB_WHY_flush_stream);
+            rc = cb_flush_run(run, CB_WHY_flush_stream);
+        untold(cb_first_error(rc, run->pending), "its stream was destroyed");
         cb_run_remove(run);
         cb_run_unlock(run);
     }
@@ -225,6 +247,7 @@ void cb_flush_thread_gone(void)
         run->facts.orphan = 1; /* its stream can no longer be named: side stream */
         if (run->q.n > 0)
             cb_flush_run(run, CB_WHY_flush_exit);
+        untold(run->pending, "its thread exited");
         cb_fence_legacy_join(&run->facts); /* nobody will join later: the legacy stream waits now */
         cb_run_remove(run);
         cb_run_unlock(run);
@@ -264,6 +287,8 @@ uint64_t cb_flush_timer_look(uint64_t now)
             l->issued_looked = run->feed.issued;
             l->looked_ns = now;
             if (run->q.n > 0) {
+                /* nobody waits for these flushes: their rows keep the error
+                 * for the stream's next call (stats.def) */
                 if (joined && span / joined > cb_opt(CB_OPT_slow_ns)) {
                     cb_flush_run(run, CB_WHY_flush_slow);
                     run->pace.slow = 1;
@@ -297,6 +322,14 @@ void cb_flush_exit(void)
      * reached that run sees it and passes through */
     atomic_store(&cb_flush_closed_flag, 1);
     flush_matching(CB_ALL_RUNS, CB_WHY_flush_exit);
+    struct cb_run *run, *tmp;
+    cb_store_lock();
+    CB_RUNS_EACH(run, tmp) {
+        cb_run_lock(run);
+        untold(run->pending, "the process exited");
+        cb_run_unlock(run);
+    }
+    cb_store_unlock();
 }
 
 /* cubatch_set_enabled(0): copies pass through (copy.c reads this on the copy
