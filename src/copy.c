@@ -126,6 +126,13 @@ static int defer(struct cb_copy_req *rq, CUresult *rc)
     }
     if (created && run->facts.ptds)
         cb_life_watch_thread();
+    if (CB_UNLIKELY(run->pending != CUDA_SUCCESS) && *rc == CUDA_SUCCESS) {
+        /* a flush nobody waited for kept its error (flush.c): this copy is the
+         * stream's next call (one error a call: with the cross flush's, it
+         * waits for the next; set_active follows on every path below) */
+        *rc = run->pending;
+        run->pending = CUDA_SUCCESS;
+    }
     if (cb_flush_closed() || cb_flush_paused()) {
         why = CB_ST_pass_disabled;
         goto pass;
@@ -139,18 +146,12 @@ static int defer(struct cb_copy_req *rq, CUresult *rc)
         why = CB_ST_pass_first;
         goto pass;
     }
-    if (run->q.n > 0 && cb_run_hazard(run, rq)) {
-        CUresult fr = cb_flush_run(run, CB_WHY_flush_hazard);
-        if (*rc == CUDA_SUCCESS)
-            *rc = fr;
-    }
+    if (run->q.n > 0 && cb_run_hazard(run, rq))
+        *rc = cb_first_error(*rc, cb_flush_run(run, CB_WHY_flush_hazard));
     if (run->q.n > 0 && (run->facts.ptds || run->facts.legacy)) {
         CUcontext cur = NULL;
-        if (cb_drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != run->facts.ctx) {
-            CUresult fr = cb_flush_run(run, CB_WHY_flush_stream); /* the thread switched context */
-            if (*rc == CUDA_SUCCESS)
-                *rc = fr;
-        }
+        if (cb_drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != run->facts.ctx)
+            *rc = cb_first_error(*rc, cb_flush_run(run, CB_WHY_flush_stream)); /* the thread switched context */
     }
     if (run->q.n == 0) {
         if (cb_run_open(run, rq->stream)) {
@@ -196,10 +197,8 @@ static int defer(struct cb_copy_req *rq, CUresult *rc)
     if (run->q.n >= fd->chunk_at) {
         /* pipelining: this chunk goes out now, the GPU copies it while the
          * program issues the next */
-        CUresult fr = cb_flush_run(run, CB_WHY_flush_full);
+        *rc = cb_first_error(*rc, cb_flush_run(run, CB_WHY_flush_full));
         fd->chunks++;
-        if (*rc == CUDA_SUCCESS)
-            *rc = fr;
     }
     cb_run_set_queued(run);
     cb_run_unlock(run);
@@ -208,13 +207,10 @@ static int defer(struct cb_copy_req *rq, CUresult *rc)
 
 pass:
     /* The copy passes through; whatever is queued on its stream goes first. */
-    if (run->q.n > 0) {
-        CUresult fr = cb_flush_run(run, CB_WHY_flush_passthrough);
-        if (*rc == CUDA_SUCCESS)
-            *rc = fr;
-    } else if (run->facts.ptds && run->facts.fence.ev_start) {
+    if (run->q.n > 0)
+        *rc = cb_first_error(*rc, cb_flush_run(run, CB_WHY_flush_passthrough));
+    else if (run->facts.ptds && run->facts.fence.ev_start)
         cb_fence_release(&run->facts);
-    }
     cb_run_set_active(run);
     cb_bump(&cb_stats_thread()->v[why], 1);
     cb_run_unlock(run);
@@ -259,8 +255,7 @@ CUresult cb_copy(int hook, int ptsz, enum cb_direction entry_dir, CUdeviceptr ds
         cb_bump(&t->v[CB_ST_pass_legacy], 1);
         cb_bump(&t->v[CB_ST_copies_unknown], 1);
         CUresult fe = cb_flush_legacy();
-        CUresult rc = cb_issue_copy(hook, dst, src, bytes, stream);
-        return fe != CUDA_SUCCESS ? fe : rc;
+        return cb_first_error(fe, cb_issue_copy(hook, dst, src, bytes, stream));
     }
     if (bytes == 0) {
         /* The batch API refuses 0-byte entries; the copy touches no memory and
@@ -291,12 +286,10 @@ CUresult cb_copy(int hook, int ptsz, enum cb_direction entry_dir, CUdeviceptr ds
             return rc;
         }
         /* defer() counted its reason and flushed the stream already */
-        CUresult fr = cb_issue_copy(hook, dst, src, bytes, stream);
-        return rc != CUDA_SUCCESS ? rc : fr;
+        return cb_first_error(rc, cb_issue_copy(hook, dst, src, bytes, stream));
     }
     cb_bump(&t->v[CB_ST_copies_unknown], 1);
     cb_bump(&t->v[why], 1);
     CUresult fe = cb_flush_stream(stream, ptsz, CB_WHY_flush_passthrough);
-    CUresult rc = cb_issue_copy(hook, dst, src, bytes, stream);
-    return fe != CUDA_SUCCESS ? fe : rc;
+    return cb_first_error(fe, cb_issue_copy(hook, dst, src, bytes, stream));
 }

@@ -179,11 +179,9 @@ static CUresult replay(const struct cb_engine *e, const struct cb_copies *c, siz
     for (size_t i = off; i < off + n; i++) {
         CUresult rc = cb_loop_engine_submit(c, i, 1, stream);
         CB_COUNT(replayed);
-        if (rc != CUDA_SUCCESS) {
+        if (rc != CUDA_SUCCESS)
             CB_COUNT(replay_errors);
-            if (first == CUDA_SUCCESS)
-                first = rc;
-        }
+        first = cb_first_error(first, rc);
     }
     return first;
 }
@@ -221,8 +219,7 @@ static CUresult submit_on(const struct cb_copies *c, struct cb_stream_facts *f, 
          * copy again that the driver may already have done writes the same bytes. */
         if (rc != CUDA_SUCCESS && !e->per_copy_streams)
             rc = replay(e, c, off, cnt, side, rc);
-        if (rc != CUDA_SUCCESS && first == CUDA_SUCCESS)
-            first = rc;
+        first = cb_first_error(first, rc);
     }
     cb_nvtx_submit_end();
     return first;
@@ -238,10 +235,8 @@ static CUresult submit_side(const struct cb_copies *c, struct cb_stream_facts *f
         return begun;
     CUresult sub = submit_on(c, f, side);
     CUresult mk = cb_loop_engine_markers(c, side); /* rule 11: after every copy, before the join */
-    if (sub == CUDA_SUCCESS)
-        sub = mk;
-    CUresult end = cb_side_end(f, side, begun, &g);
-    return sub != CUDA_SUCCESS ? sub : end;
+    sub = cb_first_error(sub, mk);
+    return cb_first_error(sub, cb_side_end(f, side, begun, &g));
 }
 
 CUresult cb_engine_submit(const struct cb_copies *c, struct cb_stream_facts *f, int owner)
@@ -249,15 +244,15 @@ CUresult cb_engine_submit(const struct cb_copies *c, struct cb_stream_facts *f, 
     if (f->ptds && !owner)
         return submit_side(c, f);
     struct cb_ctx_guard g;
-    CUresult rc = cb_ctx_enter(f->ctx, &g);
-    if (rc != CUDA_SUCCESS) {
-        /* cannot make its context current: still never drop the copies */
-        cb_log(CB_LOG_WARN, "cannot make the run's context current (%d); submitting anyway", (int)rc);
+    CUresult entered = cb_ctx_enter(f->ctx, &g);
+    if (entered != CUDA_SUCCESS) {
+        /* cannot make its context current: still never drop the copies, whose
+         * own errors are what the program is told */
+        cb_log(CB_LOG_WARN, "cannot make the run's context current (%d); submitting anyway", (int)entered);
     }
-    rc = submit_on(c, f, NULL);
+    CUresult rc = submit_on(c, f, NULL);
     CUresult mk = cb_loop_engine_markers(c, NULL); /* rule 11: after every copy */
-    if (rc == CUDA_SUCCESS)
-        rc = mk;
+    rc = cb_first_error(rc, mk);
     cb_fence_release(f);
     cb_ctx_leave(&g);
     return rc;

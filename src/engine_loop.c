@@ -32,8 +32,7 @@ CUresult cb_loop_engine_submit(const struct cb_copies *c, size_t off, size_t n, 
     CUresult first = CUDA_SUCCESS;
     for (size_t i = off; i < off + n; i++) {
         CUresult rc = cb_issue_copy(c->hooks[i], c->dsts[i], c->srcs[i], c->sizes[i], stream ? stream : c->streams[i]);
-        if (rc != CUDA_SUCCESS && first == CUDA_SUCCESS)
-            first = rc;
+        first = cb_first_error(first, rc);
     }
     return first;
 }
@@ -68,8 +67,7 @@ CUresult cb_loop_engine_markers(const struct cb_copies *c, CUstream stream)
     CUresult first = CUDA_SUCCESS;
     for (size_t i = 0; i < c->nmarks; i++) {
         CUresult rc = record_marker(&c->marks[i], stream ? stream : c->marks[i].stream);
-        if (rc != CUDA_SUCCESS && first == CUDA_SUCCESS)
-            first = rc;
+        first = cb_first_error(first, rc);
     }
     return first;
 }

@@ -12,44 +12,42 @@
 atomic_int cb_flush_closed_flag; /* after the final flush at exit: nothing more is deferred */
 
 
-/* What a flush does besides submitting, by its reason: the one place that says it.
+/* What a flush does besides submitting, by its reason: the `does` column of
+ * stats.def's CB_FLUSH rows (cb_flush_does), and why.
+ *
+ * Rule 9: a failed copy's error reaches the program.  A call of the program
+ * that flushes (CALL) returns it.  Nobody waits for the timer, the pace rule's
+ * look, fork or exit: the error is kept in the run (KEEPS_ERROR) for the
+ * stream's next call, a copy (copy.c) or any call that flushes the stream or
+ * the context.
  *
  * A call naming the stream, a context-wide one, the timer or exit end the
  * burst: the stream's next copy is the first of a new one.  A hazard, a chunk or
- * a copy passing through do not; nor does a stream wait.  A wait must flush
- * (rule 11: moved before earlier copies, it could make a kernel elsewhere spin
- * forever on a flag one of them sets), but it says nothing about the program's
- * pace: frameworks put one between groups of copies (JAX's host-to-device
- * stream: copy, records, wait, copy, ...), and were the copy after each wait to
- * go out alone as a burst's first, most of theirs would.  The copy after a wait
- * joins a new run at once instead; an isolated one waits at most for the
- * timer's first look (CUBATCH_FLUSH_US).  Event records do not end the burst
- * either: they join the run (marker.c).
+ * a copy passing through do not (KEEPS_BURST); nor does a stream wait.  A wait
+ * must flush (rule 11: moved before earlier copies, it could make a kernel
+ * elsewhere spin forever on a flag one of them sets), but it says nothing about
+ * the program's pace: frameworks put one between groups of copies (JAX's
+ * host-to-device stream: copy, records, wait, copy, ...), and were the copy
+ * after each wait to go out alone as a burst's first, most of theirs would.
+ * The copy after a wait joins a new run at once instead; an isolated one waits
+ * at most for the timer's first look (CUBATCH_FLUSH_US).  Event records do not
+ * end the burst either: they join the run (marker.c).
  *
- * Nobody is waiting on a timer flush: its error is kept for the next call on the
- * stream (or the next context-wide call).  The timer and exit need not make the
- * legacy stream wait for another thread's per-thread run (flush_matching): no
- * legacy-ordered call of the program is being made. */
-enum cb_flush_does {
-    CB_FD_KEEPS_BURST = 1,    /* the stream's next copy still joins a run at once */
-    CB_FD_CHUNK = 2,          /* a chunk of a growing run: the pipelining goes on */
-    CB_FD_KEEPS_ERROR = 4,    /* the error waits for the stream's next call */
-    CB_FD_NO_LEGACY_JOIN = 8, /* no legacy-ordered call follows */
-};
-static const unsigned char cb_flush_does[CB_WHY_COUNT] = {
-    [CB_WHY_flush_hazard] = CB_FD_KEEPS_BURST,
-    [CB_WHY_flush_full] = CB_FD_KEEPS_BURST | CB_FD_CHUNK,
-    [CB_WHY_flush_passthrough] = CB_FD_KEEPS_BURST,
-    [CB_WHY_flush_wait] = CB_FD_KEEPS_BURST,
-    [CB_WHY_flush_timer] = CB_FD_KEEPS_ERROR | CB_FD_NO_LEGACY_JOIN,
-    [CB_WHY_flush_exit] = CB_FD_NO_LEGACY_JOIN,
-    [CB_WHY_flush_api] = CB_FD_NO_LEGACY_JOIN,
-};
+ * The timer, the pace rule, exit and the API need not make the legacy stream
+ * wait for another thread's per-thread run (flush_matching; no JOINS_LEGACY):
+ * no legacy-ordered call of the program is being made. */
+#define CB_STAT(name, kind, doc)
+#define CB_FLUSH(name, does, doc)                                              \
+    _Static_assert(!((does) & CB_FD_CALL) == !!((does) & CB_FD_KEEPS_ERROR), \
+                   #name ": its error is returned to the waiting call, or kept for the next");
+#include "stats.def"
+#undef CB_FLUSH
+#undef CB_STAT
 
 CUresult cb_flush_run(struct cb_run *run, enum cb_flush_why why)
 {
     CUresult rc = CUDA_SUCCESS;
-    unsigned does = cb_flush_does[why];
+    unsigned does = cb_flush_does(why);
     if (!(does & CB_FD_KEEPS_BURST))
         run->pace.warm = 0;
     if (!(does & CB_FD_CHUNK))
@@ -67,16 +65,12 @@ CUresult cb_flush_run(struct cb_run *run, enum cb_flush_why why)
     } else if (owner && run->facts.fence.ev_join) {
         rc = cb_fence_owner_join(&run->facts);
     }
-    CUresult pending = run->pending;
-    run->pending = CUDA_SUCCESS;
-    if (pending == CUDA_SUCCESS)
-        pending = rc;
-    if ((does & CB_FD_KEEPS_ERROR) && pending != CUDA_SUCCESS) {
-        run->pending = pending;
-        pending = CUDA_SUCCESS;
-    }
+    /* an error kept by an earlier flush came first */
+    CUresult err = cb_first_error(run->pending, rc);
+    int keep = (does & CB_FD_KEEPS_ERROR) != 0;
+    run->pending = keep ? err : CUDA_SUCCESS;
     cb_run_set_active(run);
-    return pending;
+    return keep ? CUDA_SUCCESS : err;
 }
 
 /* Which runs a flush takes. */
@@ -109,12 +103,12 @@ static CUresult flush_matching(enum cb_which which, enum cb_flush_why why)
         }
         CUresult rc = cb_flush_run(run, why);
         /* legacy-ordered calls (and context-wide ones, which include synchronous
-         * copies) must follow other threads' side-submitted per-thread copies */
-        if (!(cb_flush_does[why] & CB_FD_NO_LEGACY_JOIN) && rc == CUDA_SUCCESS && run->facts.ptds)
-            rc = cb_fence_legacy_join(&run->facts);
+         * copies) must follow other threads' side-submitted per-thread copies,
+         * a refused submission's replayed ones too */
+        if ((cb_flush_does(why) & CB_FD_JOINS_LEGACY) && run->facts.ptds)
+            rc = cb_first_error(rc, cb_fence_legacy_join(&run->facts));
         cb_run_unlock(run);
-        if (rc != CUDA_SUCCESS && first == CUDA_SUCCESS)
-            first = rc;
+        first = cb_first_error(first, rc);
     }
     cb_store_unlock();
     return first;
@@ -150,11 +144,8 @@ CUresult cb_flush_capture_begin(CUstream s, int ptsz_entry)
     CUresult rc = cb_flush_stream(s, ptsz_entry, CB_WHY_flush_stream);
     /* counted before the capture begins: no legacy run may open from now on */
     cb_capture_pending();
-    if (!cb_runs_locked_here() && cb_runs_legacy_pending()) {
-        CUresult r2 = flush_matching(CB_LEGACY_RUNS, CB_WHY_flush_stream);
-        if (rc == CUDA_SUCCESS)
-            rc = r2;
-    }
+    if (!cb_runs_locked_here() && cb_runs_legacy_pending())
+        rc = cb_first_error(rc, flush_matching(CB_LEGACY_RUNS, CB_WHY_flush_stream));
     return rc;
 }
 
@@ -169,11 +160,8 @@ CUresult cb_flush_stream(CUstream s, int ptsz_entry, enum cb_flush_why why)
     CUresult rc = cb_flush_cross(s, sk);
     struct cb_run *run = cb_run_lock_key(&key, 0, NULL);
     if (run) {
-        if (run->active) {
-            CUresult r2 = cb_flush_run(run, why);
-            if (rc == CUDA_SUCCESS)
-                rc = r2;
-        }
+        if (run->active)
+            rc = cb_first_error(rc, cb_flush_run(run, why));
         cb_run_unlock(run);
     }
     return rc;
@@ -186,22 +174,31 @@ CUresult cb_issue_ahead_of_run(const struct cb_copy_req *rq)
     struct cb_run_key key = cb_run_key_of(rq->stream, rq->sk, rq->ctx);
     CUresult fe = cb_flush_cross(rq->stream, rq->sk);
     struct cb_run *run = cb_run_lock_key(&key, 0, NULL);
+    /* the cross flush's error, if any, came first: it is the one reported */
     if (run && run->q.n > 0 && cb_run_hazard(run, rq))
-        fe = cb_flush_run(run, CB_WHY_flush_hazard);
+        fe = cb_first_error(fe, cb_flush_run(run, CB_WHY_flush_hazard));
     else if (run && run->q.n == 0 && (run->facts.fence.ev_join || run->pending != CUDA_SUCCESS))
-        fe = cb_flush_run(run, CB_WHY_flush_passthrough); /* a pending join or error: settle it */
+        fe = cb_first_error(fe, cb_flush_run(run, CB_WHY_flush_passthrough)); /* a pending join or error: settle it */
     /* Issued under the run's lock so that no other thread can flush the run
      * between the copy and the fence below. */
     CUresult rc = cb_issue_copy(rq->hook, rq->dst, rq->src, rq->bytes, rq->stream);
     if (run && run->q.n > 0 && run->facts.ptds && run->facts.fence.ev_start) {
         /* Copies queued from now on may depend on this one; a side-stream
          * submission waits for ev_start only, so move it past this copy. */
-        if (cb_fence_rerecord(&run->facts) != CUDA_SUCCESS && fe == CUDA_SUCCESS)
-            fe = cb_flush_run(run, CB_WHY_flush_stream);
+        if (cb_fence_rerecord(&run->facts) != CUDA_SUCCESS)
+            fe = cb_first_error(fe, cb_flush_run(run, CB_WHY_flush_stream));
     }
     if (run)
         cb_run_unlock(run);
-    return fe != CUDA_SUCCESS ? fe : rc;
+    return cb_first_error(fe, rc);
+}
+
+/* An error no call of the program can be told any more (its stream is
+ * destroyed, its thread or the process exits): said where it still can be. */
+static void untold(CUresult rc, const char *why)
+{
+    if (rc != CUDA_SUCCESS)
+        cb_warn("a deferred copy failed (CUresult %d) and %s: the program was never told", (int)rc, why);
 }
 
 void cb_forget_stream(CUstream s)
@@ -213,8 +210,10 @@ void cb_forget_stream(CUstream s)
     struct cb_run *run = cb_store_find(&key);
     if (run) {
         cb_run_lock(run);
+        CUresult rc = CUDA_SUCCESS;
         if (run->q.n > 0) /* queued between the flush and the destroy by another thread */
-            cb_flush_run(run, CB_WHY_flush_stream);
+            rc = cb_flush_run(run, CB_WHY_flush_stream);
+        untold(cb_first_error(rc, run->pending), "its stream was destroyed");
         cb_run_remove(run);
         cb_run_unlock(run);
     }
@@ -231,6 +230,7 @@ void cb_flush_thread_gone(void)
         run->facts.orphan = 1; /* its stream can no longer be named: side stream */
         if (run->q.n > 0)
             cb_flush_run(run, CB_WHY_flush_exit);
+        untold(run->pending, "its thread exited");
         cb_fence_legacy_join(&run->facts); /* nobody will join later: the legacy stream waits now */
         cb_run_remove(run);
         cb_run_unlock(run);
@@ -270,6 +270,8 @@ uint64_t cb_flush_timer_look(uint64_t now)
             l->issued_looked = run->feed.issued;
             l->looked_ns = now;
             if (run->q.n > 0) {
+                /* nobody waits for these flushes: their rows keep the error
+                 * for the stream's next call (stats.def) */
                 if (joined && span / joined > cb_opt(CB_OPT_slow_ns)) {
                     cb_flush_run(run, CB_WHY_flush_slow);
                     run->pace.slow = 1;
@@ -303,6 +305,14 @@ void cb_flush_exit(void)
      * reached that run sees it and passes through */
     atomic_store(&cb_flush_closed_flag, 1);
     flush_matching(CB_ALL_RUNS, CB_WHY_flush_exit);
+    struct cb_run *run, *tmp;
+    cb_store_lock();
+    CB_RUNS_EACH(run, tmp) {
+        cb_run_lock(run);
+        untold(run->pending, "the process exited");
+        cb_run_unlock(run);
+    }
+    cb_store_unlock();
 }
 
 /* cubatch_set_enabled(0): copies pass through (copy.c reads this on the copy

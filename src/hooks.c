@@ -11,11 +11,6 @@
 #include "smwork.h"
 #include "stats.h"
 
-static inline CUresult cb_finish(CUresult flush_rc, CUresult rc)
-{
-    return flush_rc != CUDA_SUCCESS ? flush_rc : rc;
-}
-
 #define CB_ENTER(name) \
     cb_init();         \
     cb_bump(&cb_stats_thread()->calls[CB_ID_##name], 1)
@@ -50,15 +45,14 @@ static inline CUresult cb_finish(CUresult flush_rc, CUresult rc)
         CUresult rc = CB_FORWARD(name, args);         \
         after;                                        \
         CB_OUT();                                     \
-        return cb_finish(fe, rc);                     \
+        return cb_first_error(fe, rc);                \
     }
 
 /* Two streams named by one call: flush both, report the first error. */
 static CUresult cb_flush_two(CUstream a, CUstream b, int ptsz)
 {
     CUresult fe = cb_flush_stream(a, ptsz, CB_WHY_flush_stream);
-    CUresult fe2 = cb_flush_stream(b, ptsz, CB_WHY_flush_stream);
-    return fe != CUDA_SUCCESS ? fe : fe2;
+    return cb_first_error(fe, cb_flush_stream(b, ptsz, CB_WHY_flush_stream));
 }
 
 static inline CUresult cb_flush_wait_args(int ptsz, CUstream s, CUevent e) { return cb_flush_wait(s, ptsz, e); }
@@ -133,7 +127,7 @@ static void cb_destroy_stream_after(CUstream s, CUresult rc)
         CUresult fe = cb_marker_record(CB_ID_##name, ptsz, CB_EXPAND aarg, &queued);   \
         CUresult rc = queued ? CUDA_SUCCESS : CB_FORWARD(name, args);                  \
         CB_OUT();                                                                      \
-        return cb_finish(fe, rc);                                                      \
+        return cb_first_error(fe, rc);                                                 \
     }
 #define CB_WRAP_EVENT(name, ptsz, aarg, params, args) \
     CB_WRAPPER(name, params, args, cb_event_observe(CB_EXPAND aarg), (void)0)

@@ -75,16 +75,40 @@ enum cb_stat_id {
 #undef CB_STAT
     CB_STAT_COUNT
 };
-/* Why a run was flushed: the FLUSH rows of stats.def, in their order. */
+/* Why a run was flushed: the CB_FLUSH rows of stats.def, in their order. */
 enum cb_flush_why {
-#define CB_STAT(name, kind, doc) CB_WHY_ROW_##kind(name)
-#define CB_WHY_ROW_SUM(name)
-#define CB_WHY_ROW_MAX(name)
-#define CB_WHY_ROW_FLUSH(name) CB_WHY_##name,
+#define CB_STAT(name, kind, doc)
+#define CB_FLUSH(name, does, doc) CB_WHY_##name,
 #include "stats.def"
+#undef CB_FLUSH
 #undef CB_STAT
     CB_WHY_COUNT
 };
+/* What a flush does besides submitting: the `does` column of those rows. */
+enum cb_flush_does {
+    CB_FD_CALL = 1,         /* a call of the program is waiting: the error is returned there */
+    CB_FD_KEEPS_ERROR = 2,  /* nobody is waiting: the error waits for the stream's next call */
+    CB_FD_JOINS_LEGACY = 4, /* a legacy-ordered call follows: other threads' per-thread runs join the legacy stream */
+    CB_FD_KEEPS_BURST = 8,  /* the stream's next copy still joins a run at once */
+    CB_FD_CHUNK = 16,       /* a chunk of a growing run: the pipelining goes on */
+    CB_FD_MARK = 32,        /* a profiler is shown a marker where the run ended (nvtx.c) */
+};
+static inline unsigned cb_flush_does(enum cb_flush_why why)
+{
+    static const unsigned char table[CB_WHY_COUNT] = {
+#define CB_STAT(name, kind, doc)
+#define CB_FLUSH(name, does, doc) [CB_WHY_##name] = (does),
+#include "stats.def"
+#undef CB_FLUSH
+#undef CB_STAT
+    };
+    return table[why];
+}
+/* Of two results, the one to report: the earlier error, else the later result.
+ * An error the program has not yet seen is never replaced, neither by a later
+ * success nor by a later error (rule 9: the program sees the first failing
+ * copy's own error). */
+static inline CUresult cb_first_error(CUresult kept, CUresult rc) { return kept != CUDA_SUCCESS ? kept : rc; }
 /* What a stream argument names, once NULL and the special handles are resolved. */
 enum cb_stream_kind { CB_SK_CREATED, CB_SK_LEGACY, CB_SK_PER_THREAD };
 static inline enum cb_stream_kind cb_stream_kind(CUstream s, int ptsz_entry)

@@ -47,8 +47,6 @@ static CUresult flush_holder(CUevent e)
     return rc;
 }
 
-static CUresult first_error(CUresult a, CUresult b) { return a != CUDA_SUCCESS ? a : b; }
-
 CUresult cb_marker_record(int hook, int ptsz, CUevent e, CUstream s, unsigned int flags, int *queued)
 {
     *queued = 0;
@@ -89,7 +87,7 @@ CUresult cb_marker_record(int hook, int ptsz, CUevent e, CUstream s, unsigned in
                 break;
             /* A new record of the event: its older one must reach the driver
              * first (with no run lock held: one run lock at a time). */
-            rc = first_error(rc, flush_holder(e));
+            rc = cb_first_error(rc, flush_holder(e));
         }
     }
     /* Not queued (an empty run, say: the record right after a burst's first
@@ -97,8 +95,8 @@ CUresult cb_marker_record(int hook, int ptsz, CUevent e, CUstream s, unsigned in
      * A record that could have been queued does not end the burst either, so
      * that copy, record, copy, record... still batches. */
     if (ev)
-        rc = first_error(rc, flush_holder(e));
-    return first_error(rc, cb_flush_stream(s, ptsz, safe ? CB_WHY_flush_wait : CB_WHY_flush_stream));
+        rc = cb_first_error(rc, flush_holder(e));
+    return cb_first_error(rc, cb_flush_stream(s, ptsz, safe ? CB_WHY_flush_wait : CB_WHY_flush_stream));
 }
 
 CUresult cb_event_observe(CUevent a, CUevent b)
@@ -107,14 +105,14 @@ CUresult cb_event_observe(CUevent a, CUevent b)
         return CUDA_SUCCESS;
     CUresult rc = flush_holder(a);
     if (b)
-        rc = first_error(rc, flush_holder(b));
+        rc = cb_first_error(rc, flush_holder(b));
     return rc;
 }
 
 CUresult cb_flush_wait(CUstream s, int ptsz, CUevent e)
 {
     CUresult rc = cb_event_observe(e, NULL);
-    return first_error(rc, cb_flush_stream(s, ptsz, CB_WHY_flush_wait));
+    return cb_first_error(rc, cb_flush_stream(s, ptsz, CB_WHY_flush_wait));
 }
 
 CUresult cb_flush_graph_launch(CUstream s, int ptsz)
@@ -126,12 +124,12 @@ CUresult cb_flush_graph_launch(CUstream s, int ptsz)
         CB_RUNS_EACH(run, tmp) {
             cb_run_lock(run);
             if (run->q.nmarks > 0)
-                rc = first_error(rc, cb_flush_run(run, CB_WHY_flush_event));
+                rc = cb_first_error(rc, cb_flush_run(run, CB_WHY_flush_event));
             cb_run_unlock(run);
         }
         cb_store_unlock();
     }
-    return first_error(rc, cb_flush_stream(s, ptsz, CB_WHY_flush_stream));
+    return cb_first_error(rc, cb_flush_stream(s, ptsz, CB_WHY_flush_stream));
 }
 
 CUresult cb_flush_launch_config(const CUlaunchConfig *cfg, int ptsz)
@@ -141,12 +139,12 @@ CUresult cb_flush_launch_config(const CUlaunchConfig *cfg, int ptsz)
         for (unsigned int i = 0; i < cfg->numAttrs; i++) {
             const CUlaunchAttribute *a = &cfg->attrs[i];
             if (a->id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT)
-                rc = first_error(rc, flush_holder(a->value.programmaticEvent.event));
+                rc = cb_first_error(rc, flush_holder(a->value.programmaticEvent.event));
             else if (a->id == CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT)
-                rc = first_error(rc, flush_holder(a->value.launchCompletionEvent.event));
+                rc = cb_first_error(rc, flush_holder(a->value.launchCompletionEvent.event));
         }
     }
-    return first_error(rc, cb_flush_stream(cfg ? cfg->hStream : NULL, ptsz, CB_WHY_flush_stream));
+    return cb_first_error(rc, cb_flush_stream(cfg ? cfg->hStream : NULL, ptsz, CB_WHY_flush_stream));
 }
 
 void cb_event_created(CUevent *ph, unsigned int flags, CUresult rc)

@@ -33,19 +33,17 @@ static int tool_attached(void)
 
 /* The flush reasons: their counters' names and meanings, from stats.def. */
 static const char *const why_name[CB_WHY_COUNT] = {
-#define CB_STAT(name, kind, doc) CB_NVTX_NAME_##kind(name, doc)
-#define CB_NVTX_NAME_SUM(name, doc)
-#define CB_NVTX_NAME_MAX(name, doc)
-#define CB_NVTX_NAME_FLUSH(name, doc) [CB_WHY_##name] = #name,
+#define CB_STAT(name, kind, doc)
+#define CB_FLUSH(name, does, doc) [CB_WHY_##name] = #name,
 #include "stats.def"
+#undef CB_FLUSH
 #undef CB_STAT
 };
 static const char *const why_doc[CB_WHY_COUNT] = {
-#define CB_STAT(name, kind, doc) CB_NVTX_DOC_##kind(name, doc)
-#define CB_NVTX_DOC_SUM(name, doc)
-#define CB_NVTX_DOC_MAX(name, doc)
-#define CB_NVTX_DOC_FLUSH(name, doc) [CB_WHY_##name] = doc,
+#define CB_STAT(name, kind, doc)
+#define CB_FLUSH(name, does, doc) [CB_WHY_##name] = doc,
 #include "stats.def"
+#undef CB_FLUSH
 #undef CB_STAT
 };
 
@@ -66,8 +64,8 @@ void cb_nvtx_flush(enum cb_flush_why why)
     if (CB_LIKELY(!tool_attached()))
         return;
     cb_nvtx_why = (int)why;
-    /* a chunk, the timer and the pace rule are cubatch's own decisions, not a call */
-    if (why == CB_WHY_flush_full || why == CB_WHY_flush_timer || why == CB_WHY_flush_slow)
+    /* no marker where cubatch decided on its own (a chunk, the timer, the pace rule) */
+    if (!(cb_flush_does(why) & CB_FD_MARK))
         return;
     const char *doc = why_doc[why];
     if (!strncmp(doc, "flushes: ", 9))

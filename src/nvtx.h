@@ -18,7 +18,8 @@
 
 #if CB_NVTX
 /* A run goes out for this reason (on this thread): remembered for the range of
- * its submission; a marker when the reason is a call (not a chunk or the timer). */
+ * its submission; a marker when the reason's row says so (CB_FD_MARK, stats.def:
+ * not for a chunk, the timer or the pace rule). */
 void cb_nvtx_flush(enum cb_flush_why why);
 /* The range of one submission of c's copies by the named engine. */
 void cb_nvtx_submit_begin(const struct cb_copies *c, const char *engine);

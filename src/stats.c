@@ -61,11 +61,10 @@ static const unsigned char cb_stat_is_max[CB_STAT_COUNT] = {
 };
 /* The counter of each flush reason (enum cb_flush_why is made from the same rows). */
 static const enum cb_stat_id cb_why_stat[CB_WHY_COUNT] = {
-#define CB_STAT(name, kind, doc) CB_WHY_STAT_##kind(name)
-#define CB_WHY_STAT_SUM(name)
-#define CB_WHY_STAT_MAX(name)
-#define CB_WHY_STAT_FLUSH(name) [CB_WHY_##name] = CB_ST_##name,
+#define CB_STAT(name, kind, doc)
+#define CB_FLUSH(name, does, doc) [CB_WHY_##name] = CB_ST_##name,
 #include "stats.def"
+#undef CB_FLUSH
 #undef CB_STAT
 };
 /* The copies_* counters are indexed by direction. */

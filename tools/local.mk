@@ -37,16 +37,17 @@ cubatch: $(srcdir)/tools/cubatch.in tools/options-doc$(EXEEXT) Makefile
 #
 # cubatch-report sums the JSON reports of many processes; the counters' names,
 # kinds and meanings are read from src/stats.def when it is made (every CB_STAT
-# row must become a Python row, or the rule fails).
+# and CB_FLUSH row must become a Python row, or the rule fails).
 bin_SCRIPTS += cubatch-report
 CLEANFILES += cubatch-report cubatch-report.tmp cubatch-report.rows
 EXTRA_DIST += tools/cubatch-report.in
 cubatch-report: $(srcdir)/tools/cubatch-report.in $(srcdir)/src/stats.def Makefile
 	$(AM_V_GEN)rm -f $@ $@.tmp $@.rows && \
-	sed -n 's/^CB_STAT(\([a-z0-9_]*\), *\([A-Z]*\), *\(".*"\))$$/    ("\1", "\2", \3),/p' \
+	sed -n -e 's/^CB_STAT(\([a-z0-9_]*\), *\([A-Z]*\), *\(".*"\))$$/    ("\1", "\2", \3),/p' \
+	    -e 's/^CB_FLUSH(\([a-z0-9_]*\), *[A-Z0-9_ |]*, *\(".*"\))$$/    ("\1", "FLUSH", \2),/p' \
 	    $(srcdir)/src/stats.def >$@.rows && \
-	if [ "`grep -c '^CB_STAT(' $(srcdir)/src/stats.def`" != "`wc -l <$@.rows`" ]; then \
-	  echo "cubatch-report: a CB_STAT row of src/stats.def is not on one line as NAME, KIND, \"doc\"" >&2; exit 1; fi && \
+	if [ "`grep -c -e '^CB_STAT(' -e '^CB_FLUSH(' $(srcdir)/src/stats.def`" != "`wc -l <$@.rows`" ]; then \
+	  echo "cubatch-report: a CB_STAT or CB_FLUSH row of src/stats.def is not on one line as NAME, KIND or DOES, \"doc\"" >&2; exit 1; fi && \
 	sed -e 's|@PACKAGE_VERSION[@]|$(PACKAGE_VERSION)|g' \
 	    -e '/^@CUBATCH_STATS_ROWS[@]$$/{' -e 'r $@.rows' -e 'd' -e '}' \
 	    $(srcdir)/tools/cubatch-report.in >$@.tmp && \

@@ -8,8 +8,10 @@
 #   - the exact ranges of the demo's first runs (chunks of 32 and 128, then the
 #     rest when the program's call named the stream), for kernel, batch and loop;
 #   - a marker before each range whose run a call ended (not chunks, not the
-#     timer), naming the reason; none without a tool, none with CUBATCH_ENABLE=0.
+#     timer: the reasons whose row in src/stats.def has CB_FD_MARK), naming the
+#     reason; none without a tool, none with CUBATCH_ENABLE=0.
 b=${top_builddir:-.}
+s=${top_srcdir:-.}
 L=$(cd "$b" && pwd)/src/.libs/libcubatch.so
 INJ=$(cd "$b" && pwd)/tests/.libs/libnvtxrec.so
 fail=0
@@ -33,10 +35,15 @@ run() { # NAME, then settings; the record in $d/NAME.nvtx, the report in $d/NAME
 
 # the record against the report: balance, count, texts, markers
 verify() { # NAME ENGINE
-    python3 - "$d/$1.nvtx" "$d/$1.json" "$2" <<'PY'
+    python3 - "$d/$1.nvtx" "$d/$1.json" "$2" "$s/src/stats.def" <<'PY'
 import json, re, sys
-rec, rep, engine = sys.argv[1], sys.argv[2], sys.argv[3]
+rec, rep, engine, table = sys.argv[1:5]
 lines = open(rec).read().splitlines()
+# the reasons a marker announces: the table's word, not a list of this test's
+rows = re.findall(r'^CB_FLUSH\((flush_[a-z]+), *([A-Z0-9_ |]*),', open(table).read(), re.M)
+marked = {name for name, does in rows if "CB_FD_MARK" in does}
+if len(rows) < 2 or not marked:
+    sys.exit("check_nvtx: FAILED: no CB_FLUSH rows with CB_FD_MARK in %s" % table)
 counters = json.load(open(rep))["counters"]
 flushes = sum(v for k, v in counters.items() if k.startswith("flush_"))
 text = re.compile(r"^cubatch: (\d+) cop(y|ies) ((H2D|D2H|D2D|H2H|any)(\+(H2D|D2H|D2D|H2H|any))*) "
@@ -56,7 +63,7 @@ for ln in lines:
         if m.group(9) != engine and engine != "any":
             errors.append("engine %s, expected %s: %r" % (m.group(9), engine, msg))
         why = m.group(10)
-        call = why not in ("flush_full", "flush_timer", "flush_slow")
+        call = why in marked
         if call != (last_mark.get(tid) == why):
             errors.append("marker for %r: %r" % (msg, last_mark.get(tid)))
         last_mark[tid] = None

@@ -244,8 +244,12 @@ struct pair { struct run plain, shim; };
 static struct pair both(const char *scenario, const char *const *extra)
 {
     struct pair p = {probe(scenario, 0, extra), probe(scenario, 1, extra)};
-    ASSERT_OK(p.plain, "without cubatch");
-    same_as_plain(&p.plain, &p.shim, "with cubatch");
+    char without[96], with[96], shipped_how[96];
+    snprintf(without, sizeof without, "%s without cubatch", scenario);
+    snprintf(with, sizeof with, "%s with cubatch", scenario);
+    snprintf(shipped_how, sizeof shipped_how, "%s with cubatch as shipped", scenario);
+    ASSERT_OK(p.plain, without);
+    same_as_plain(&p.plain, &p.shim, with);
     int own_engine = 0, own_pipeline = 0, faults = 0;
     for (const char *const *e = extra; e && *e; e++) {
         own_pipeline |= !strncmp(*e, "CUBATCH_PIPELINE=", 17);
@@ -254,7 +258,7 @@ static struct pair both(const char *scenario, const char *const *extra)
     }
     if ((!own_engine || !own_pipeline) && !faults) {
         struct run shipped = probe(scenario, CB_SHIPPED, extra);
-        same_as_plain(&p.plain, &shipped, "with cubatch as shipped");
+        same_as_plain(&p.plain, &shipped, shipped_how);
         run_free(&shipped);
     }
     return p;
@@ -717,6 +721,21 @@ START_TEST(replayed_error_reaches_the_program)
 }
 END_TEST
 
+START_TEST(the_first_of_two_errors_is_reported)
+{
+    /* the third and the fourth copy fail, each with its own code: the program
+     * sees the third's, with cubatch (the replay of the refused batch) as
+     * without it */
+    const char *env[] = {"CUSIM_FAIL=cuMemcpyBatchAsync_v2:0:1,cuMemcpyDtoHAsync_v2:3:700,cuMemcpyDtoHAsync_v2:4:1",
+                         NULL};
+    struct pair p = both("errors", env);
+    char buf[64];
+    ck_assert_str_eq(line_of(&p.shim, "rc: first_error ", buf, sizeof buf), "700");
+    STAT_EQ(p.shim, "replay_errors", 2);
+    pair_free(&p);
+}
+END_TEST
+
 START_TEST(every_batch_error_is_replayed)
 {
     /* each error the batch call can return, injected on every batch */
@@ -731,6 +750,80 @@ START_TEST(every_batch_error_is_replayed)
         STAT_EQ(p.shim, "replay_errors", 0);
         pair_free(&p);
     }
+}
+END_TEST
+
+/* Rule 9 for every reason to flush a run (the CB_FLUSH rows of src/stats.def):
+ * the driver fails the program's second copy (with cubatch: the first deferred
+ * one, replayed after every batch and launch is refused), and the run goes out
+ * for that reason (tests/probe err_*).  The program sees the driver's error with
+ * cubatch as without it, at the call that made cubatch flush, or, where nobody
+ * was waiting, at the stream's next call. */
+#define ERR_FAIL "CUSIM_FAIL=cuMemcpyBatchAsync_v2:0:1,cuLaunchKernel:0:1,cuMemcpyDtoHAsync_v2:2:700"
+static const struct err_case {
+    const char *why, *scenario, *at; /* the reason, its scenario, the call that must return the error */
+    const char *env;                 /* what the scenario needs (NULL: nothing) */
+} err_cases[] = {
+    {"flush_stream", "err_stream", "trigger", NULL},
+    {"flush_wait", "err_wait", "trigger", NULL},
+    {"flush_event", "err_event", "trigger", NULL},
+    {"flush_legacy", "err_legacy", "trigger", NULL},
+    {"flush_context", "err_context", "trigger", NULL},
+    {"flush_hazard", "err_hazard", "trigger", NULL},
+    {"flush_full", "err_full", "copy8", "CUBATCH_MAX_BATCH=8"}, /* the copy that filled the run */
+    {"flush_passthrough", "err_passthrough", "trigger", NULL},
+    {"flush_timer", "err_timer", "after", NULL},                 /* nobody waited: the next copy */
+    {"flush_slow", "err_slow", "copy2", "CUBATCH_SLOW_NS=10000"}, /* nobody waited: the next copy */
+    {"flush_exit", "err_fork", "after", NULL},                   /* fork: the parent's next copy */
+    {"flush_api", "err_api", "trigger", NULL},
+};
+enum { ERR_CASES = sizeof err_cases / sizeof err_cases[0] };
+
+/* Every flush_* counter of the report is a case above: a new reason needs one. */
+static void err_cases_cover(const struct run *r)
+{
+    for (const char *p = r->stats; (p = strstr(p, "\"flush_"));) {
+        const char *end = strchr(p + 1, '"');
+        ck_assert_ptr_nonnull(end);
+        int found = 0;
+        for (size_t i = 0; i < ERR_CASES; i++)
+            found |= strlen(err_cases[i].why) == (size_t)(end - p - 1) && !strncmp(p + 1, err_cases[i].why, end - p - 1);
+        ck_assert_msg(found, "no error case for the flush reason %.*s", (int)(end - p - 1), p + 1);
+        p = end;
+    }
+}
+
+/* Each case, with the rule tests' settings (NULL) or engine and pipeline given. */
+static void every_reason_keeps_the_error(const char *engine, const char *pipeline)
+{
+    for (size_t i = 0; i < ERR_CASES; i++) {
+        const struct err_case *c = &err_cases[i];
+        const char *env[5] = {ERR_FAIL, engine, pipeline, NULL, NULL};
+        const char **e = env + 1;
+        while (*e)
+            e++;
+        *e = c->env;
+        struct pair p = both(c->scenario, env);
+        char plain[64], shim[64], at[64];
+        line_of(&p.plain, "rc: first_error ", plain, sizeof plain);
+        line_of(&p.shim, "rc: first_error ", shim, sizeof shim);
+        ck_assert_msg(!strcmp(plain, "700") && !strcmp(shim, "700"), "%s: first error %s without cubatch, %s with it",
+                      c->why, plain, shim);
+        ck_assert_msg(!strcmp(line_of(&p.shim, "error_at: ", at, sizeof at), c->at),
+                      "%s: the error came at %s, not at %s\n%s", c->why, at, c->at, p.shim.out);
+        ck_assert_msg(stat_of(&p.shim, c->why) >= 1, "%s: no such flush\n%s", c->why, p.shim.stats);
+        if (i == 0)
+            err_cases_cover(&p.shim);
+        pair_free(&p);
+    }
+}
+
+START_TEST(every_flush_reason_reports_a_failed_copy) { every_reason_keeps_the_error(NULL, NULL); }
+END_TEST
+
+START_TEST(every_flush_reason_reports_a_failed_copy_by_default)
+{
+    every_reason_keeps_the_error("CUBATCH_ENGINE=auto", "CUBATCH_PIPELINE=1");
 }
 END_TEST
 
@@ -1587,6 +1680,8 @@ int main(void)
         {"bounded", {full_runs_are_chunked, cpu_work_does_not_hold_copies, long_runs_go_out_in_chunks,
                      a_run_never_waits_past_the_age_bound}},
         {"errors", {refused_batch_is_replayed, replayed_error_reaches_the_program, every_batch_error_is_replayed,
+                    every_flush_reason_reports_a_failed_copy, every_flush_reason_reports_a_failed_copy_by_default,
+                    the_first_of_two_errors_is_reported,
                     pointer_queries_failing_pass_through, allocation_failure_passes_through,
                     context_reset_flushes_first, context_destroy_flushes_first,
                     primary_release_forgets_only_what_goes}},

@@ -1982,6 +1982,215 @@ static void sc_jax(void)
     free(dsrc);
 }
 
+/* ---- rule 9 for every reason to flush -------------------------------------------------------- */
+
+/* A deferred copy fails: the tests make the driver fail the second device-to-host
+ * copy it is given, and refuse every batch and launch, so that a run's copies
+ * go out one by one and the program's second copy is the one that fails, with
+ * and without cubatch.  Each scenario makes its stream's run go out for one
+ * reason; the program must see the driver's error at the call that made cubatch
+ * flush, or, when nobody was waiting (the timer, the pace rule, fork), at its
+ * stream's next call.  Printed: the first error (an rc: line, the same both
+ * ways) and the call that returned it (error_at:, which differs). */
+enum { EN = 16 };
+struct errs {
+    unsigned char *src, *out;
+    CUdeviceptr d;
+    CUstream s;
+    CUresult first;
+    char at[32];
+    int copies; /* regions copied so far, from 0 */
+};
+
+static void err_note(struct errs *e, const char *at, CUresult rc)
+{
+    if (rc == CUDA_SUCCESS || e->first != CUDA_SUCCESS)
+        return;
+    e->first = rc;
+    snprintf(e->at, sizeof e->at, "%s", at);
+}
+
+static void err_begin(struct errs *e, unsigned seed)
+{
+    memset(e, 0, sizeof *e);
+    e->src = malloc((EN + 1) * SZ);
+    fill(e->src, (EN + 1) * SZ, seed);
+    e->d = devfilled(e->src, (EN + 1) * SZ);
+    e->out = pinned((EN + 1) * SZ);
+    e->s = mkstream(0);
+}
+
+/* Region i copied back, the call named `at` (NULL: "copy<i>"). */
+static void err_copy(struct errs *e, int i, const char *at)
+{
+    char name[16];
+    snprintf(name, sizeof name, "copy%d", i);
+    err_note(e, at ? at : name, cuMemcpyDtoHAsync_v2(e->out + (size_t)i * SZ, e->d + (size_t)i * SZ, SZ, e->s));
+    if (i >= e->copies)
+        e->copies = i + 1;
+}
+
+/* The first EN regions, gap_us of (virtual) time after each copy. */
+static void err_copies(struct errs *e, unsigned gap_us)
+{
+    for (int i = 0; i < EN; i++) {
+        err_copy(e, i, NULL);
+        if (gap_us)
+            pass_time_us(gap_us);
+    }
+}
+
+static void err_end(struct errs *e)
+{
+    err_note(e, "sync", cuStreamSynchronize(e->s));
+    printf("rc: first_error %d\n", (int)e->first);
+    printf("error_at: %s\n", e->first ? e->at : "none");
+    digest(e->out, (size_t)e->copies * SZ); /* a failed copy leaves its bytes: the same both ways */
+    if (!e->first)
+        expect("no error, all bytes", e->out, e->src, (size_t)e->copies * SZ);
+    free(e->src);
+}
+
+static void sc_err_stream(void)
+{
+    struct errs e;
+    err_begin(&e, 60);
+    err_copies(&e, 0);
+    err_note(&e, "trigger", cuStreamSynchronize(e.s));
+    err_end(&e);
+}
+
+static void sc_err_wait(void)
+{
+    struct errs e;
+    err_begin(&e, 61);
+    CUstream other = mkstream(CU_STREAM_NON_BLOCKING);
+    CUevent ev;
+    CK(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+    CK(cuEventRecord(ev, other));
+    err_copies(&e, 0);
+    err_note(&e, "trigger", cuStreamWaitEvent(e.s, ev, 0));
+    err_end(&e);
+}
+
+static void sc_err_event(void)
+{
+    struct errs e;
+    err_begin(&e, 62);
+    CUevent ev;
+    CK(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+    for (int i = 0; i < EN; i++) {
+        err_copy(&e, i, NULL);
+        if (i == EN / 2)
+            err_note(&e, "record", cuEventRecord(ev, e.s)); /* joins the run as a marker */
+    }
+    err_note(&e, "trigger", cuEventSynchronize(ev));
+    err_end(&e);
+}
+
+static void sc_err_legacy(void)
+{
+    struct errs e;
+    err_begin(&e, 63);
+    err_copies(&e, 0); /* on a blocking stream: the legacy stream's work follows them */
+    err_note(&e, "trigger", cuStreamSynchronize(CU_STREAM_LEGACY));
+    err_end(&e);
+}
+
+static void sc_err_context(void)
+{
+    struct errs e;
+    err_begin(&e, 64);
+    err_copies(&e, 0);
+    err_note(&e, "trigger", cuCtxSynchronize());
+    err_end(&e);
+}
+
+static void sc_err_hazard(void)
+{
+    struct errs e;
+    err_begin(&e, 65);
+    err_copies(&e, 0);
+    err_copy(&e, 3, "trigger"); /* writes what a queued copy writes (the same bytes) */
+    err_end(&e);
+}
+
+/* With CUBATCH_MAX_BATCH=8 (the test's): the ninth copy fills the run. */
+static void sc_err_full(void)
+{
+    struct errs e;
+    err_begin(&e, 66);
+    err_copies(&e, 0);
+    err_end(&e);
+}
+
+static void sc_err_passthrough(void)
+{
+    struct errs e;
+    err_begin(&e, 67);
+    unsigned char *pageable = malloc(SZ);
+    fill(pageable, SZ, 68);
+    CUdeviceptr scratch = devmem(SZ);
+    err_copies(&e, 0);
+    err_note(&e, "trigger", cuMemcpyHtoDAsync_v2(scratch, pageable, SZ, e.s));
+    err_end(&e);
+    free(pageable);
+}
+
+/* The program computes on the CPU until cubatch's timer has submitted the run
+ * (each of its copies reached the simulated driver; on a GPU, for 10 ms), then
+ * makes one more copy. */
+static void sc_err_timer(void)
+{
+    struct errs e;
+    err_begin(&e, 69);
+    err_copies(&e, 0);
+    int steps = dlsym(RTLD_DEFAULT, "cusim_count") ? 10000 : 10;
+    for (int k = 0; shim_present() && k < steps && sim_count("cuMemcpyDtoHAsync_v2") < EN; k++) {
+        pass_time_us(10);
+        poll(NULL, 0, 1);
+    }
+    err_copy(&e, EN, "after");
+    err_end(&e);
+}
+
+/* Copies 40 us apart (with CUBATCH_SLOW_NS=10000, the test's): the pace rule's
+ * look submits the run of the second copy, and the third passes through. */
+static void sc_err_slow(void)
+{
+    struct errs e;
+    err_begin(&e, 70);
+    err_copies(&e, 40);
+    err_end(&e);
+}
+
+/* fork() submits every run (the child does nothing); the parent goes on. */
+static void sc_err_fork(void)
+{
+    struct errs e;
+    err_begin(&e, 71);
+    err_copies(&e, 0);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(0);
+    int st;
+    waitpid(pid, &st, 0);
+    err_copy(&e, EN, "after");
+    err_end(&e);
+}
+
+static void sc_err_api(void)
+{
+    struct errs e;
+    err_begin(&e, 72);
+    err_copies(&e, 0);
+    int (*flush)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "cubatch_flush");
+    if (flush)
+        err_note(&e, "trigger", (CUresult)flush());
+    err_end(&e);
+}
+
 /* ---- two devices in one process ----------------------------------------------------------- */
 
 /* Device 1's primary context (device 0's is g_ctx).  With fewer than two devices
@@ -2355,6 +2564,10 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"marker_ptds", sc_marker_ptds},   {"marker_legacy", sc_marker_legacy}, {"marker_timer", sc_marker_timer},
     {"jax", sc_jax},                   {"set_enabled", sc_set_enabled},
     {"directions", sc_directions},     {"api_flush", sc_api_flush},
+    {"err_stream", sc_err_stream},     {"err_wait", sc_err_wait},       {"err_event", sc_err_event},
+    {"err_legacy", sc_err_legacy},     {"err_context", sc_err_context}, {"err_hazard", sc_err_hazard},
+    {"err_full", sc_err_full},         {"err_passthrough", sc_err_passthrough}, {"err_timer", sc_err_timer},
+    {"err_slow", sc_err_slow},         {"err_fork", sc_err_fork},       {"err_api", sc_err_api},
     {"two_streams", sc_two_streams}, {"two_peer", sc_two_peer}, {"two_ctxsync", sc_two_ctxsync},
     {"two_module", sc_two_module},   {"two_release", sc_two_release}, {"two_reset", sc_two_reset},
     {"two_ptds_switch", sc_two_ptds_switch},
