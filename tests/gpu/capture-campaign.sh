@@ -28,6 +28,9 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$bin" ] && [ -n "$lib" ] && [ -n "$out" ] || { echo "usage: $0 --bin DIR --lib PATH --out DIR [--samples DIR]" >&2; exit 2; }
 mkdir -p "$out"
+out=$(cd "$out" && pwd)
+[ -z "$samples" ] || samples=$(cd "$samples" && pwd) # the samples run in $out
+lib=$(cd "$(dirname "$lib")" && pwd)/$(basename "$lib")
 failed=0
 say() { printf '%s\n' "$*" | tee -a "$out/summary.txt"; }
 
