@@ -23,7 +23,7 @@ struct cb_copies {
     size_t nmarks, capmarks;
 };
 
-/* An event record the program made on the run's stream (events.c queues it). */
+/* An event record the program made on the run's stream (marker.c queues it). */
 struct cb_marker {
     CUevent ev;
     CUstream stream;      /* the stream argument as the program passed it */

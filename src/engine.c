@@ -142,19 +142,17 @@ void cb_engines_init(void)
 /* Pipelining: a run is submitted in chunks as it grows, so the GPU copies one
  * chunk while the program issues the next; a hand-written batch makes the GPU
  * wait for the whole of it.  The batch API's cost per copy also grows with the
- * batch for host-to-device copies (H200, driver 580, bench/explore, run X1:
- * 1024 x 4 KiB took 2051 us as one batch, 942 us as batches of 32; 256 x 16 KiB
- * 1074 us and 327 us).  Fixed chunks measured best and steadiest: 32 copies when
- * the run holds host-to-device copies, 64 otherwise (device-to-host 1024 x 4 KiB:
- * 818 us in chunks of 64, 888 us as one batch). */
+ * batch for host-to-device copies (bench/RESULTS.md, run X: the chunk
+ * schedules).  Fixed chunks measured best and steadiest: 32 copies when the run
+ * holds host-to-device copies, 64 otherwise. */
 size_t cb_engine_chunk(int kernel_ok, int has_h2d, unsigned chunks)
 {
     size_t max = cb_opt(CB_OPT_max_batch);
     if (kernel_ok && cb_kernel_usable) {
         /* The copy kernel: a first launch at 32 copies, then 4 times as many at
-         * each (bench/explore, run X1: best of the schedules tried, with the
-         * program spending 100 ns or 1 us per copy it issues), at most what one
-         * launch carries. */
+         * each (bench/RESULTS.md, run X: the best of the schedules tried, with
+         * the program spending 100 ns or 1 us per copy it issues), at most what
+         * one launch carries. */
         size_t c = 32;
         for (unsigned i = 0; i < chunks && c < CB_KPARAMS_MAX; i++)
             c *= 4;

@@ -136,7 +136,7 @@ static inline int cb_run_hazard(const struct cb_run *run, const struct cb_copy_r
 {
     return cb_hazard(&run->writes, &run->reads, rq->dst, rq->src, rq->bytes);
 }
-/* Queue an event record after the copies queued so far (rule 11; events.c);
+/* Queue an event record after the copies queued so far (rule 11; marker.c);
  * -1 out of memory (nothing queued). */
 int cb_run_mark(struct cb_run *run, const struct cb_marker *m);
 void cb_run_clear(struct cb_run *run);      /* after a submission */

@@ -530,7 +530,8 @@ END_TEST
 
 /* ---- rule 5: hazards ------------------------------------------------------------------------- */
 
-/* device-to-device copies are deferred only on request (policy.c) */
+/* every direction and size (policy.c): the default already defers
+ * device-to-device copies; this takes host-to-host ones too */
 static const char *const d2d_too[] = {"CUBATCH_POLICY=all", NULL};
 
 START_TEST(dependent_chain)
