@@ -48,7 +48,7 @@ static uintptr_t stream_key(CUstream s, int ptsz)
     return cb_stream_kind(s, ptsz) == CB_SK_PER_THREAD ? (uintptr_t)CU_STREAM_PER_THREAD : (uintptr_t)s;
 }
 
-void cb_capture_began(CUstream s, int ptsz, CUstreamCaptureMode mode, CUresult rc)
+void cb_capture_began(CUstream s, CUstreamCaptureMode mode, int ptsz, CUresult rc)
 {
     if (rc != CUDA_SUCCESS) {
         atomic_fetch_sub(&cb_captures_n, 1);
@@ -116,8 +116,9 @@ void cb_capture_forget_stream(CUstream s)
     if (!cb_captures_active() || cb_stream_kind(s, 0) != CB_SK_CREATED)
         return;
     cb_capture_lock();
-    if (find((uintptr_t)s) >= 0)
-        forget((uintptr_t)s);
+    int i = find((uintptr_t)s);
+    if (i >= 0)
+        drop(i);
     cb_capture_unlock();
 }
 
@@ -126,8 +127,7 @@ int cb_capture_stream_free(CUstream s, int ptsz)
     if (!cb_captures_active())
         return 1;
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-    CUstream named = cb_stream_kind(s, ptsz) == CB_SK_PER_THREAD ? CU_STREAM_PER_THREAD : s;
-    return cb_drv.cuStreamIsCapturing && cb_drv.cuStreamIsCapturing(named, &st) == CUDA_SUCCESS &&
+    return cb_drv.cuStreamIsCapturing && cb_drv.cuStreamIsCapturing((CUstream)stream_key(s, ptsz), &st) == CUDA_SUCCESS &&
            st == CU_STREAM_CAPTURE_STATUS_NONE;
 }
 

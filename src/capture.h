@@ -16,7 +16,7 @@ static inline int cb_captures_active(void) { return atomic_load_explicit(&cb_cap
  * call, cb_capture_lock(); right after it, cb_capture_began() records it (rc
  * CUDA_SUCCESS) or undoes the count, and gives the lock back. */
 void cb_capture_pending(void);
-void cb_capture_began(CUstream s, int ptsz, CUstreamCaptureMode mode, CUresult rc);
+void cb_capture_began(CUstream s, CUstreamCaptureMode mode, int ptsz, CUresult rc);
 /* After the program's end-capture call on s (whatever it returned): forgets the
  * capture once the driver says s no longer captures.  After a stream destroy:
  * forgets any capture recorded on it. */

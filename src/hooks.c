@@ -80,16 +80,11 @@ static CUresult cb_capture_begin_before(int ptsz, CUstream s, CUstreamCaptureMod
     cb_capture_lock();
     return fe;
 }
-static void cb_capture_begin_after(int ptsz, CUresult rc, CUstream s, CUstreamCaptureMode mode)
-{
-    cb_capture_began(s, ptsz, mode, rc);
-}
 #define CB_WRAP_CAPTURE_BEGIN(name, ptsz, aarg, params, args) \
     CB_WRAPPER(name, params, args, cb_capture_begin_before(ptsz, CB_EXPAND aarg), \
-               cb_capture_begin_after(ptsz, rc, CB_EXPAND aarg))
-static inline CUresult cb_capture_end_before(int ptsz, CUstream s) { return cb_flush_stream(s, ptsz, CB_WHY_flush_stream); }
+               cb_capture_began(CB_EXPAND aarg, ptsz, rc))
 #define CB_WRAP_CAPTURE_END(name, ptsz, aarg, params, args) \
-    CB_WRAPPER(name, params, args, cb_capture_end_before(ptsz, CB_EXPAND aarg), cb_capture_ended(CB_EXPAND aarg, ptsz))
+    CB_WRAPPER(name, params, args, CB_FLUSH_ARG(aarg, ptsz), cb_capture_ended(CB_EXPAND aarg, ptsz))
 #define CB_WRAP_STREAM_FREE(name, ptsz, aarg, params, args) \
     CB_WRAPPER(name, params, args, CB_FLUSH_ARG(aarg, ptsz), cb_forget_classes())
 /* A stream about to be destroyed: never asked about again, its run flushed. */
