@@ -1,15 +1,20 @@
 /* classify.c - what memory a pointer points to: device, pinned/registered host,
  * managed, or pageable/unknown (which is never deferred, docs/design.md rule 1).
  *
- * A pointer query costs as much as a good part of what deferring a copy may
- * spend (docs/design.md section 6, "Per-call costs"); two per copy would spend
- * it all.  So each thread keeps the allocation ranges it resolved, sorted, and
- * finds a pointer's by binary search.  Any free, unregister, unmap
- * or context teardown bumps a global generation and so empties every cache: a
- * stale range can never be used, at the price of one query after each free.
- * Pageable results are never cached (they must be re-checked: the memory may be
- * registered later, and registration also bumps the generation). */
+ * Memory is known from the call that made it (rule 14): each allocation,
+ * registration and mapping the wrappers see is described once, by one pointer
+ * query when it is made, and kept in allocs.c's table, which a copy reads
+ * without a lock or a driver call however many allocations exist.  A pointer
+ * nobody announced (memory made before cubatch loaded, or by a call it does not
+ * wrap) is asked about per copy, and each thread keeps the ranges it resolved
+ * that way, sorted, found by binary search.  A free, unregister, unmap or
+ * context teardown removes its range from the table before the memory is given
+ * back, and bumps a global generation (before and after the call) that empties
+ * every thread's cache.  Pageable results are never cached (they must be
+ * re-checked: the memory may be registered later). */
 #include "tblock.h"
+#include "allocs.h"
+#include "stats.h"
 
 #include <string.h>
 
@@ -96,21 +101,10 @@ static void cache_put(uint64_t gen, const struct cb_range *r)
     c->n++;
 }
 
-/* cb_classify, and the start of the allocation holding p (p itself when the
- * range is unknown). */
-static int classify(uintptr_t p, struct cb_class *out, uintptr_t *lo)
+/* Ask the driver what p is: 0 and *out, *lo (the allocation's start, p itself
+ * when unknown) and *actx (its context) filled, or -1 when the query failed. */
+static int query(uintptr_t p, struct cb_class *out, uintptr_t *lo, CUcontext *actx)
 {
-    uint64_t gen = atomic_load_explicit(&cb_class_gen, memory_order_acquire);
-    const struct cb_range *r = cache_find(cb_thread_block_if_any(CB_TB_CLASSES), gen, p);
-    *lo = p;
-    if (r) {
-        out->kind = r->kind;
-        out->device = r->device;
-        out->end = r->hi;
-        out->kctx = r->kctx;
-        *lo = r->lo;
-        return 0;
-    }
     if (!cb_drv.cuPointerGetAttributes)
         return -1;
     unsigned int memtype = 0, managed = 0;
@@ -140,12 +134,72 @@ static int classify(uintptr_t p, struct cb_class *out, uintptr_t *lo)
     out->kctx = (out->kind == CB_MEM_DEVICE || (out->kind == CB_MEM_HOST && devptr == (CUdeviceptr)p)) ? ctx : NULL;
     int range_ok = size > 0 && (uintptr_t)start <= p && p - (uintptr_t)start < size;
     out->end = range_ok ? (uintptr_t)start + size : 0;
-    if (out->kind == CB_MEM_UNKNOWN || !range_ok)
-        return 0;
-    *lo = (uintptr_t)start;
-    cache_put(gen, &(struct cb_range){(uintptr_t)start, (uintptr_t)start + size, out->kind, out->device, out->kctx});
+    *lo = range_ok ? (uintptr_t)start : p;
+    *actx = ctx;
     return 0;
 }
+
+/* cb_classify, and the start of the allocation holding p (p itself when the
+ * range is unknown). */
+static int classify(uintptr_t p, struct cb_class *out, uintptr_t *lo)
+{
+    struct cb_alloc a;
+    if (cb_allocs_find(p, &a) == 1) {
+        out->kind = a.kind;
+        out->device = a.device;
+        out->end = a.hi;
+        out->kctx = a.kctx;
+        *lo = a.lo;
+        return 0;
+    }
+    uint64_t gen = atomic_load_explicit(&cb_class_gen, memory_order_acquire);
+    const struct cb_range *r = cache_find(cb_thread_block_if_any(CB_TB_CLASSES), gen, p);
+    *lo = p;
+    if (r) {
+        out->kind = r->kind;
+        out->device = r->device;
+        out->end = r->hi;
+        out->kctx = r->kctx;
+        *lo = r->lo;
+        return 0;
+    }
+    CUcontext actx;
+    CB_COUNT(class_queries);
+    if (query(p, out, lo, &actx))
+        return -1;
+    if (out->kind == CB_MEM_UNKNOWN || !out->end)
+        return 0;
+    cache_put(gen, &(struct cb_range){*lo, out->end, out->kind, out->device, out->kctx});
+    return 0;
+}
+
+void cb_classes_announce(uintptr_t p)
+{
+    struct cb_class c;
+    uintptr_t lo;
+    CUcontext actx;
+    if (!p || query(p, &c, &lo, &actx) || c.kind == CB_MEM_UNKNOWN || !c.end)
+        return;
+    if (cb_allocs_insert(&(struct cb_alloc){lo, c.end, c.kind, c.device, c.kctx, actx}) == 0)
+        CB_COUNT(allocs_announced);
+}
+
+void cb_classes_forget_range(uintptr_t p, size_t size)
+{
+    if (p)
+        cb_allocs_remove(p, size && p + size > p ? p + size : p + 1);
+    cb_forget_classes();
+}
+
+void cb_classes_forget_context(CUcontext ctx)
+{
+    cb_allocs_remove_context(ctx);
+    cb_forget_classes();
+}
+
+void cb_classes_atfork_prepare(void) { cb_allocs_atfork_prepare(); }
+void cb_classes_atfork_parent(void) { cb_allocs_atfork_parent(); }
+void cb_classes_atfork_child(void) { cb_allocs_atfork_child(); }
 
 /* The pair of allocations the thread's last copy went between: a copy loop's
  * next copy usually goes between the same two (cb_classify_pair). */

@@ -23,7 +23,9 @@ CUresult cb_ctx_destroy_before(CUcontext ctx, struct cb_ctx_fate *f)
     f->destroys = 0;
     f->device = -1;
     cb_smwork_ctx_synced(ctx); /* its streams are never asked about again */
-    return cb_flush_all(CB_WHY_flush_context);
+    CUresult rc = cb_flush_all(CB_WHY_flush_context);
+    cb_classes_forget_context(ctx); /* before its memory may be given back (rule 14) */
+    return rc;
 }
 
 /* The device's primary context, if it exists, without changing its retain count
@@ -49,8 +51,10 @@ CUresult cb_primary_before(CUdevice dev, int reset, struct cb_ctx_fate *f)
     f->ctx = primary_of(dev);
     f->destroys = reset;
     f->device = dev;
-    if (f->ctx)
+    if (f->ctx) {
         cb_smwork_ctx_synced(f->ctx); /* it may go: its streams are never asked about again */
+        cb_classes_forget_context(f->ctx);
+    }
     return rc;
 }
 

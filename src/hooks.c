@@ -104,8 +104,25 @@ static void cb_destroy_stream_after(CUstream s, CUresult rc)
     CB_WRAPPER(name, params, args, cb_destroy_stream_before(CB_EXPAND aarg, ptsz), cb_destroy_stream_after(CB_EXPAND aarg, rc))
 #define CB_WRAP_CONTEXT(name, ptsz, aarg, params, args) \
     CB_WRAPPER(name, params, args, cb_flush_all(CB_WHY_flush_context), (void)0)
+/* Memory given back: the runs that may use it go first, and its range is
+ * forgotten before the driver frees it (rule 14); cached classifications are
+ * dropped again afterwards, in case a thread cached it meanwhile. */
+static CUresult cb_free_before(uintptr_t p, size_t size)
+{
+    CUresult fe = cb_flush_all(CB_WHY_flush_context);
+    cb_classes_forget_range(p, size);
+    return fe;
+}
 #define CB_WRAP_FREE(name, ptsz, aarg, params, args) \
-    CB_WRAPPER(name, params, args, cb_flush_all(CB_WHY_flush_context), cb_forget_classes())
+    CB_WRAPPER(name, params, args, cb_free_before(CB_EXPAND aarg), cb_forget_classes())
+/* Memory made: learned from the call (rule 14).  A registration turns pageable
+ * memory into pinned memory: flushed as a free is. */
+#define CB_ALLOC_FLUSHES(flush, made) (flush)
+#define CB_ALLOC_MADE(flush, made) (made)
+static CUresult cb_alloc_before(int flush) { return flush ? cb_free_before(0, 0) : CUDA_SUCCESS; }
+#define CB_WRAP_ALLOC(name, ptsz, aarg, params, args)                                     \
+    CB_WRAPPER(name, params, args, cb_alloc_before(CB_CALL(CB_ALLOC_FLUSHES, CB_EXPAND aarg)), \
+               if (rc == CUDA_SUCCESS) cb_classes_announce((uintptr_t)CB_CALL(CB_ALLOC_MADE, CB_EXPAND aarg)))
 #define CB_WRAP_DESTROY_CTX(name, ptsz, aarg, params, args) \
     CB_WRAPPER(name, params, args, cb_ctx_destroy_before(CB_EXPAND aarg, &st), cb_ctx_fate_after(&st, rc))
 #define CB_WRAP_PRIMARY_CTX(name, ptsz, aarg, params, args) \

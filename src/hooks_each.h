@@ -101,6 +101,14 @@
 #define CB_ACT_FREE(name, ptsz, action, aarg, params, args)
 #endif
 
+#if defined(CB_ON_ALLOC)
+#define CB_ACT_ALLOC CB_ON_ALLOC
+#elif defined(CB_ON_OTHER)
+#define CB_ACT_ALLOC CB_ON_OTHER
+#else
+#define CB_ACT_ALLOC(name, ptsz, action, aarg, params, args)
+#endif
+
 #if defined(CB_ON_DESTROY_CTX)
 #define CB_ACT_DESTROY_CTX CB_ON_DESTROY_CTX
 #elif defined(CB_ON_OTHER)
@@ -204,6 +212,7 @@
 #undef CB_ACT_DESTROY_STREAM
 #undef CB_ACT_CONTEXT
 #undef CB_ACT_FREE
+#undef CB_ACT_ALLOC
 #undef CB_ACT_DESTROY_CTX
 #undef CB_ACT_PRIMARY_CTX
 #undef CB_ACT_RESOLVER
@@ -226,6 +235,7 @@
 #undef CB_ON_DESTROY_STREAM
 #undef CB_ON_CONTEXT
 #undef CB_ON_FREE
+#undef CB_ON_ALLOC
 #undef CB_ON_DESTROY_CTX
 #undef CB_ON_PRIMARY_CTX
 #undef CB_ON_RESOLVER

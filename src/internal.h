@@ -168,6 +168,17 @@ int cb_classify(uintptr_t p, struct cb_class *out);
  * the previous copy's: then no lookup at all). */
 int cb_classify_pair(uintptr_t dst, uintptr_t src, struct cb_class *d, struct cb_class *s);
 void cb_forget_classes(void); /* memory was freed, unmapped or (re)registered */
+/* Rule 14: memory made at p (an allocation, registration or mapping that
+ * succeeded) is described once and kept where every copy finds it. */
+void cb_classes_announce(uintptr_t p);
+/* Memory at [p, p + size) (size 0: the allocation holding p; p 0: none named) is
+ * about to be given back: its range is forgotten now, and every cache. */
+void cb_classes_forget_range(uintptr_t p, size_t size);
+/* A context may go: the ranges of its memory are forgotten (NULL: every range). */
+void cb_classes_forget_context(CUcontext ctx);
+void cb_classes_atfork_prepare(void); /* the table's lock held across fork (allocs.c) */
+void cb_classes_atfork_parent(void);
+void cb_classes_atfork_child(void);
 
 /* ---- policy.c: which copies are worth deferring ---------------------------------- */
 /* 0 ok; -1 refused (the default is installed, *why says what was wrong). */

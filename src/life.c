@@ -17,16 +17,19 @@ static pthread_once_t cb_owner_key_once = PTHREAD_ONCE_INIT;
 
 static void at_exit(void) { cb_flush_exit(); }
 
-/* The timer's lock and then capture.c's are taken last and given back first:
- * the flush (and the timer's looks) take them under the run locks. */
+/* The timer's lock, capture.c's and the allocation table's are taken last and
+ * given back first: the flush (and the timer's looks) take them under the run
+ * locks. */
 static void fork_prepare(void)
 {
     cb_flush_atfork_prepare();
     cb_timer_atfork_prepare();
     cb_capture_atfork_prepare();
+    cb_classes_atfork_prepare();
 }
 static void fork_parent(void)
 {
+    cb_classes_atfork_parent();
     cb_capture_atfork_parent();
     cb_timer_atfork_parent();
     cb_flush_atfork_parent();
@@ -36,6 +39,7 @@ static void fork_child(void)
     cb_flush_atfork_child();
     cb_timer_atfork_child();
     cb_capture_atfork_child();
+    cb_classes_atfork_child();
 }
 
 void cb_life_arm(void)

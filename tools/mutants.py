@@ -121,6 +121,12 @@ MUTANTS = {
     "class-cache-small": ("src/classify.c", "#define CB_CLASS_CACHE 512", "#define CB_CLASS_CACHE 8", "section 6 (a pointer query per allocation, not per copy)"),
     "class-cache-keeps-stale-overlap": ("src/classify.c", "    if ((i > 0 && c->e[i - 1].hi > r->lo) || (i < c->n && c->e[i].lo < r->hi)) {",
                                         "    if (0) {", "rule 1 (a range the driver redrew replaces the cached one)"),
+    "allocations-not-announced": ("src/classify.c", "    if (!p || query(p, &c, &lo, &actx) || c.kind == CB_MEM_UNKNOWN || !c.end)",
+                                  "    if (1 || query(p, &c, &lo, &actx))", "rule 14 (memory known from its allocation)"),
+    "freed-range-kept": ("src/classify.c", "        cb_allocs_remove(p, size && p + size > p ? p + size : p + 1);", "        (void)size;",
+                         "rule 14 (a range forgotten before its memory is given back)"),
+    "alloc-table-read-unchecked": ("src/allocs.c", "        if (LOAD(cb_allocs_seq) == seq)\n            return hit;", "        return hit;",
+                                   "rule 14 (a reader racing a writer throws its answer away)"),
     "context-flush-skips-a-stream": ("src/flush.c", "        if (!run->active || !matches(run, which)) {",
                                      "        if (!run->active || !matches(run, which) || !run->hh.next) {", "rule 6 (every run, every stream)"),
 }

@@ -368,6 +368,30 @@ START_TEST(many_allocations_are_classified_once)
 }
 END_TEST
 
+/* Rule 14: memory known from its allocation, never asked about per copy. */
+START_TEST(memory_is_known_from_its_allocation)
+{
+    struct pair p = both("pinned_per_block", NULL);
+    ck_assert_int_eq(num_of(&p.shim, "pointer_queries_in_loop: "), 0);
+    STAT_GE(p.shim, "allocs_announced", 2048 + 2);
+    STAT_EQ(p.shim, "class_queries", 0);
+    STAT_GE(p.shim, "deferred", 2000);
+    pair_free(&p);
+}
+END_TEST
+
+/* Rule 14: a range is forgotten when its memory is given back. */
+enum { N_COPIES_PER_PASS = 64 }; /* probe.c: N */
+START_TEST(unregistered_memory_is_pageable_again)
+{
+    struct pair p = both("unregister_forgets", NULL);
+    STAT_EQ(p.shim, "pass_pageable", N_COPIES_PER_PASS);
+    STAT_GE(p.shim, "deferred", 2 * (N_COPIES_PER_PASS - 2));
+    STAT_GE(p.shim, "allocs_announced", 2);
+    pair_free(&p);
+}
+END_TEST
+
 START_TEST(single_copy_goes_out_as_itself)
 {
     /* an isolated copy is the first of its burst: issued at once, as it came */
@@ -1575,7 +1599,7 @@ static int wrapped(const char *sym)
         "cuStreamSynchronize", "cuStreamSynchronize_ptsz", "cuLaunchKernel", "cuLaunchKernel_ptsz",
         "cuMemcpyBatchAsync", "cuMemcpyBatchAsync_ptsz", "cuMemcpyBatchAsync_v2", "cuMemcpyBatchAsync_v2_ptsz",
         "cuGetProcAddress", "cuGetProcAddress_v2", "cuGetProcAddress_v2_ptsz", "cuCtxSynchronize",
-        "cuCtxSynchronize_v2", NULL};
+        "cuCtxSynchronize_v2", "cuMemAlloc_v2", "cuMemAllocManaged", "cuMemAllocHost_v2", "cuMemHostAlloc", NULL};
     for (int i = 0; w[i]; i++)
         if (!strcmp(w[i], sym))
             return 1;
@@ -1668,6 +1692,7 @@ int main(void)
     const struct th_case cases[] = {
         {"deferral", {runs_become_batches, pageable_passes_through, every_direction_is_counted,
                       copies_over_the_size_limit_pass_through, many_allocations_are_classified_once,
+                      memory_is_known_from_its_allocation, unregistered_memory_is_pageable_again,
                       single_copy_goes_out_as_itself,
                       policy_keeps_slow_band_out, policy_pass_through_keeps_the_run, slow_copies_pass_fast_ones_batch,
                       managed_memory}},

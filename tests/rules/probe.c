@@ -1021,6 +1021,69 @@ static void sc_many_pinned(void)
     free(want);
 }
 
+/* Rule 14: a pinned allocation per block, as PyTorch gives each pinned tensor,
+ * more of them than a thread's cache of driver answers holds.  Memory made
+ * through the wrapped allocators is known from its allocation: the copy loop
+ * asks the driver nothing. */
+static void sc_pinned_per_block(void)
+{
+    enum { NB = 2048 };
+    unsigned char **h = malloc(NB * sizeof *h), *back = pinned((size_t)NB * SZ), *want = malloc((size_t)NB * SZ);
+    for (int i = 0; i < NB; i++) {
+        if (i % 2) {
+            CK(cuMemHostAlloc((void **)&h[i], SZ, 0));
+        } else {
+            h[i] = pinned(SZ);
+        }
+        fill(h[i], SZ, 50 + i);
+        memcpy(want + (size_t)i * SZ, h[i], SZ);
+    }
+    CUdeviceptr d;
+    CK(cuMemAlloc_v2(&d, (size_t)NB * SZ));
+    CUstream s = mkstream(CU_STREAM_NON_BLOCKING);
+    unsigned long q0 = sim_count("cuPointerGetAttributes");
+    for (int i = 0; i < NB; i++)
+        CK(cuMemcpyHtoDAsync_v2(d + (CUdeviceptr)i * SZ, h[i], SZ, s));
+    CK(cuStreamSynchronize(s));
+    printf("pointer_queries_in_loop: %lu\n", sim_count("cuPointerGetAttributes") - q0);
+    CK(cuMemcpyDtoHAsync_v2(back, d, (size_t)NB * SZ, s));
+    CK(cuStreamSynchronize(s));
+    expect("pinned_per_block", back, want, (size_t)NB * SZ);
+    for (int i = 0; i < NB; i++)
+        CK(cuMemFreeHost(h[i]));
+    free(h);
+    free(want);
+}
+
+/* Rule 14: memory registered, copied from, unregistered, then copied from
+ * again: the second loop's source is pageable (the program may reuse it as soon
+ * as each call returns) and must not be deferred, although the table knew the
+ * range as pinned a moment earlier; then registered again, it is pinned again. */
+static void sc_unregister_forgets(void)
+{
+    unsigned char *host = aligned_alloc(4096, N * SZ), *want = malloc(N * SZ), *back = pinned(N * SZ);
+    CUdeviceptr d = devmem(N * SZ);
+    CUstream s = mkstream(CU_STREAM_NON_BLOCKING);
+    for (int pass = 0; pass < 3; pass++) {
+        if (pass != 1)
+            CK(cuMemHostRegister_v2(host, N * SZ, 0));
+        for (int i = 0; i < N; i++) {
+            fill(host + (size_t)i * SZ, SZ, 60 + pass * N + i);
+            memcpy(want + (size_t)i * SZ, host + (size_t)i * SZ, SZ);
+            CK(cuMemcpyHtoDAsync_v2(d + (CUdeviceptr)i * SZ, host + (size_t)i * SZ, SZ, s));
+            if (pass == 1) /* pageable: the source may be reused at once */
+                memset(host + (size_t)i * SZ, 0xEE, SZ);
+        }
+        CK(cuMemcpyDtoHAsync_v2(back, d, N * SZ, s));
+        CK(cuStreamSynchronize(s));
+        expect(pass == 1 ? "copied while pageable" : "copied while registered", back, want, N * SZ);
+        if (pass != 1)
+            CK(cuMemHostUnregister(host));
+    }
+    free(host);
+    free(want);
+}
+
 /* Deferred 4 KiB D2H copies interleaved with 16 KiB H2D copies that the policy
  * passes through: disjoint ones do not break the run; one that overwrites what a
  * queued copy still has to read must wait for it (rule 5 across pass-through). */
@@ -2549,7 +2612,7 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"big", sc_big},
     {"d2h_20", sc_d2h_20},         {"managed", sc_managed},
     {"free_realloc", sc_free_realloc}, {"hostfunc", sc_hostfunc},
-    {"interleave", sc_interleave},   {"many_pinned", sc_many_pinned}, {"exit_destructor", sc_exit_destructor},   {"pace", sc_pace},     {"ctx_reset", sc_ctx_reset}, {"ctx_destroy", sc_ctx_destroy},
+    {"interleave", sc_interleave},   {"many_pinned", sc_many_pinned}, {"pinned_per_block", sc_pinned_per_block}, {"unregister_forgets", sc_unregister_forgets}, {"exit_destructor", sc_exit_destructor},   {"pace", sc_pace},     {"ctx_reset", sc_ctx_reset}, {"ctx_destroy", sc_ctx_destroy},
     {"ctx_event", sc_ctx_event},     {"primary_release", sc_primary_release},   {"resolve", sc_resolve},
     {"sm_busy", sc_sm_busy},         {"sm_idle_sync", sc_sm_idle_sync},   {"sm_idle_event", sc_sm_idle_event},
     {"sm_idle_query", sc_sm_idle_query}, {"sm_room", sc_sm_room},         {"sm_busy_d2d", sc_sm_busy_d2d},

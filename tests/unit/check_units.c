@@ -4,6 +4,7 @@
  * against a brute-force reference, and the classification cache against a
  * driver that answers from a known set of ranges. */
 #include "run.h"
+#include "allocs.h"
 #define TH_WITH_CHECK 1
 #include "../harness/harness.h"
 
@@ -11,6 +12,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 
 #define H2D CB_D_H2D
 #define D2H CB_D_D2H
@@ -354,12 +356,104 @@ START_TEST(classify_drops_a_range_the_driver_redrew)
 }
 END_TEST
 
+/* ---- rule 14: the table of announced memory (allocs.c) -------------------------------- */
+
+static struct cb_alloc arange(uintptr_t lo, uintptr_t hi, int device)
+{
+    return (struct cb_alloc){lo, hi, device < 0 ? CB_MEM_HOST : CB_MEM_DEVICE, device, NULL, (CUcontext)0x10};
+}
+
+START_TEST(alloc_table_finds_removes_and_grows)
+{
+    struct cb_alloc a;
+    cb_allocs_remove_context(NULL);
+    ck_assert_int_eq(cb_allocs_find(0x1000, &a), 0);
+    /* more than the first table holds, inserted out of order */
+    for (unsigned i = 0; i < 1000; i++) {
+        uintptr_t lo = 0x100000 + (uintptr_t)((i * 617u) % 1000u) * 0x2000;
+        ck_assert_int_eq(cb_allocs_insert(&(struct cb_alloc[]){arange(lo, lo + 0x1000, -1)}[0]), 0);
+    }
+    ck_assert_uint_eq(cb_allocs_count(), 1000);
+    for (unsigned i = 0; i < 1000; i++) {
+        uintptr_t lo = 0x100000 + (uintptr_t)i * 0x2000;
+        ck_assert_int_eq(cb_allocs_find(lo, &a), 1);
+        ck_assert_uint_eq(a.lo, lo);
+        ck_assert_uint_eq(a.hi, lo + 0x1000);
+        ck_assert_int_eq(cb_allocs_find(lo + 0xfff, &a), 1);
+        ck_assert_int_eq(cb_allocs_find(lo + 0x1000, &a), 0); /* the gap between two */
+    }
+    ck_assert_int_eq(cb_allocs_find(0x100000 - 1, &a), 0);
+    /* a free: by any pointer inside it */
+    cb_allocs_remove(0x100000 + 0x2000 * 5 + 7, 0x100000 + 0x2000 * 5 + 8);
+    ck_assert_int_eq(cb_allocs_find(0x100000 + 0x2000 * 5, &a), 0);
+    ck_assert_int_eq(cb_allocs_find(0x100000 + 0x2000 * 6, &a), 1);
+    ck_assert_uint_eq(cb_allocs_count(), 999);
+    /* a new range across kept ones replaces them (a free nobody saw) */
+    ck_assert_int_eq(cb_allocs_insert(&(struct cb_alloc[]){arange(0x100000 + 0x2000 * 10, 0x100000 + 0x2000 * 13, 0)}[0]), 0);
+    ck_assert_uint_eq(cb_allocs_count(), 999 - 3 + 1);
+    ck_assert_int_eq(cb_allocs_find(0x100000 + 0x2000 * 11 + 0x1800, &a), 1);
+    ck_assert_int_eq(a.kind, CB_MEM_DEVICE);
+    ck_assert_int_eq(a.device, 0);
+    /* a context going away takes its ranges, and those of no known context */
+    ck_assert_int_eq(cb_allocs_insert(&(struct cb_alloc){0x9000000, 0x9001000, CB_MEM_HOST, -1, NULL, (CUcontext)0x20}), 0);
+    cb_allocs_remove_context((CUcontext)0x10);
+    ck_assert_uint_eq(cb_allocs_count(), 1);
+    ck_assert_int_eq(cb_allocs_find(0x9000800, &a), 1);
+    cb_allocs_remove_context(NULL);
+    ck_assert_uint_eq(cb_allocs_count(), 0);
+}
+END_TEST
+
+/* Readers never get a wrong answer while a writer inserts and removes ranges
+ * around the ones they look up (the slots they search shift under them). */
+enum { AT_STABLE = 64, AT_READERS = 2 };
+static atomic_int at_stop, at_wrong;
+static uintptr_t at_stable_lo(int i) { return 0x40000000 + (uintptr_t)i * 0x100000; }
+static void *at_reader(void *arg)
+{
+    (void)arg;
+    unsigned long k = 0;
+    while (!atomic_load(&at_stop)) {
+        int i = (int)(k++ % AT_STABLE);
+        struct cb_alloc a;
+        int r = cb_allocs_find(at_stable_lo(i) + 0x800, &a);
+        if (r == 0 || (r == 1 && (a.lo != at_stable_lo(i) || a.hi != at_stable_lo(i) + 0x1000 || a.device != i)))
+            atomic_fetch_add(&at_wrong, 1);
+    }
+    return NULL;
+}
+START_TEST(alloc_table_readers_race_a_writer)
+{
+    cb_allocs_remove_context(NULL);
+    for (int i = 0; i < AT_STABLE; i++)
+        cb_allocs_insert(&(struct cb_alloc){at_stable_lo(i), at_stable_lo(i) + 0x1000, CB_MEM_DEVICE, i, NULL, NULL});
+    pthread_t t[AT_READERS];
+    for (int i = 0; i < AT_READERS; i++)
+        pthread_create(&t[i], NULL, at_reader, NULL);
+    /* churn: ranges between the stable ones come and go, shifting the slots */
+    for (int round = 0; round < 300; round++)
+        for (int i = 0; i < AT_STABLE; i++) {
+            uintptr_t lo = at_stable_lo(i) + 0x10000 + (uintptr_t)(round % 8) * 0x1000;
+            cb_allocs_insert(&(struct cb_alloc){lo, lo + 0x800, CB_MEM_HOST, -1, NULL, NULL});
+            if (round % 2)
+                cb_allocs_remove(lo - 0x1000, lo);
+        }
+    atomic_store(&at_stop, 1);
+    for (int i = 0; i < AT_READERS; i++)
+        pthread_join(t[i], NULL);
+    int wrong = atomic_load(&at_wrong);
+    ck_assert_msg(wrong == 0, "%d lookups of a range that never changed answered wrong", wrong);
+    cb_allocs_remove_context(NULL);
+}
+END_TEST
+
 int main(void)
 {
     const struct th_case cases[] = {
         {"options", {bool_words, option_table_checks_itself, sizes_and_ranges, enums, sizes_as_documented}},
         {"policy", {policy_default_follows_measurement, policy_parsing, policy_bands_checked}},
-        {"classification", {classify_matches_the_driver, classify_drops_a_range_the_driver_redrew}},
+        {"classification", {classify_matches_the_driver, classify_drops_a_range_the_driver_redrew,
+                            alloc_table_finds_removes_and_grows, alloc_table_readers_race_a_writer}},
         {"hazards", {hazard_rules, hazard_matches_brute_force}},
     };
     /* check's default limit per test */
