@@ -79,5 +79,6 @@ void cb_ctx_fate_after(const struct cb_ctx_fate *f, CUresult rc)
         cb_forget_context_runs(f->ctx);
         cb_forget_context_helpers(f->ctx);
         cb_forget_context_kernel(f->ctx);
+        cb_choose_forget_context(f->ctx);
     }
 }

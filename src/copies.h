@@ -17,6 +17,7 @@ struct cb_copies {
     size_t n, cap;
     int kernel_ok;        /* every copy may be executed by the copy kernel */
     int has_host;         /* some copy reads or writes host memory (the copy engines may take it) */
+    unsigned char arm;    /* enum cb_arm (choose.h): what the measured choice gave these copies to */
     /* Event records queued after some of these copies (rule 11), in record
      * order; each goes out after every copy of the submission that carries it. */
     struct cb_marker *marks;
@@ -55,6 +56,7 @@ struct cb_stream_facts {
     int legacy;       /* the legacy default stream of ctx (copy kernel only) */
     int orphan;       /* ... whose owner thread has exited */
     uintptr_t owner;  /* ... its owner thread (pthread_self()) */
+    int known;        /* a created stream's flags, context and device, learned once (they never change) */
     int sm_busy;      /* at its last submission, another stream may have been running SM work
                        * that fills the GPU (smwork.c): host copies went to the copy engines */
     struct cb_fence fence; /* per-thread stream only */

@@ -98,6 +98,35 @@ static int busy_upload(const struct cb_copy_req *rq, struct cb_run *run)
     return run->facts.sm_busy;
 }
 
+/* The allocation of the copy's host side (its end: classify.c), which the
+ * measured choice counts changes of. */
+static uintptr_t host_alloc(const struct cb_copy_req *rq)
+{
+    return rq->scls.kind == CB_MEM_HOST ? rq->scls.end : rq->dcls.kind == CB_MEM_HOST ? rq->dcls.end : 0;
+}
+
+/* A segment of the stream's copies begins with this one (the run empty, its
+ * stream learned): what the measured choice gives it to (choose.c).  Host
+ * memory copies on a created stream are measured whenever the copy kernel may
+ * not take them: another stream may be filling the GPU (rule 12), or the copy
+ * is outside the kernel's reach.  The rest keep the fixed rules. */
+static enum cb_arm choose(const struct cb_copy_req *rq, struct cb_run *run)
+{
+    struct cb_stream_facts *f = &run->facts;
+    enum cb_direction d = direction(rq->dcls.kind, rq->scls.kind);
+    struct cb_choice_in in = {f->ctx, f->stream, d, rq->bytes, 0, kernel_may(rq, run),
+                              (unsigned)cb_engine_chunk(0, d == CB_D_H2D, 0)};
+    if (!cb_choose_enabled() || f->legacy || f->ptds || (d != CB_D_H2D && d != CB_D_D2H)) {
+        run->seg.open = 0;
+        return CB_ARM_STATIC;
+    }
+    in.busy = cb_smwork_may_delay(f);
+    f->sm_busy = in.busy;
+    enum cb_arm arm = cb_choose(&run->seg, &in);
+    cb_run_set_arm(run, arm);
+    return arm;
+}
+
 /* Rules 2, 3 (stream), 5 (hazards) and the pace, then the copy joins the run.
  * The first copy of a burst (the stream's first since a call named it, or since
  * the timer found it quiet) goes out at once instead: an isolated copy costs
@@ -146,6 +175,16 @@ static int defer(struct cb_copy_req *rq, CUresult *rc)
         why = CB_ST_pass_first;
         goto pass;
     }
+    struct cb_segment *sg = &run->seg;
+    if (sg->arm == CB_ARM_PASS && sg->open) {
+        /* the measured choice passes this segment's copies through */
+        if (sg->copies < sg->limit) {
+            cb_segment_copy(sg, host_alloc(rq));
+            why = CB_ST_pass_chosen;
+            goto pass;
+        }
+        cb_segment_end(sg, run->facts.stream); /* all issued: a new choice below */
+    }
     if (run->q.n > 0 && cb_run_hazard(run, rq))
         *rc = cb_first_error(*rc, cb_flush_run(run, CB_WHY_flush_hazard));
     if (run->q.n > 0 && (run->facts.ptds || run->facts.legacy)) {
@@ -170,7 +209,12 @@ static int defer(struct cb_copy_req *rq, CUresult *rc)
         why = CB_ST_pass_foreign;
         goto pass;
     }
-    if (busy_upload(rq, run)) {
+    if (run->q.n == 0 && !sg->open && choose(rq, run) == CB_ARM_PASS) {
+        cb_segment_copy(sg, host_alloc(rq));
+        why = CB_ST_pass_chosen;
+        goto pass;
+    }
+    if (run->q.arm == CB_ARM_STATIC && busy_upload(rq, run)) {
         why = CB_ST_pass_busy;
         goto pass;
     }
@@ -181,6 +225,8 @@ static int defer(struct cb_copy_req *rq, CUresult *rc)
     }
     if (cb_run_append(run, rq))
         goto pass;
+    if (sg->open)
+        cb_segment_copy(sg, host_alloc(rq));
     if (opened)
         cb_timer_arm(run->looks.look_ns);
     /* The chunks follow the engine the previous submission of this stream

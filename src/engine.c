@@ -24,6 +24,7 @@
 #include "nvtx.h"
 #include "smwork.h"
 #include "capture.h"
+#include "choose.h"
 #include "stats.h"
 
 int cb_batching;
@@ -54,7 +55,8 @@ static int to_copy_engines(const struct cb_copies *c, const struct cb_stream_fac
 
 static int kernel_takes(const struct cb_copies *c, const struct cb_stream_facts *f)
 {
-    return cb_kernel_usable && c->kernel_ok && c->n >= cb_opt(CB_OPT_min_run) && !to_copy_engines(c, f) &&
+    return cb_kernel_usable && c->kernel_ok && c->arm == CB_ARM_STATIC && c->n >= cb_opt(CB_OPT_min_run) &&
+           !to_copy_engines(c, f) &&
            cb_kernel_engine_ready(f->ctx);
 }
 
@@ -126,6 +128,7 @@ void cb_engines_init(void)
         cb_kernel_usable = cb_kernel_engine_init(&cb_kernel_reason);
     int automatic = cb_kernel_usable && cb_opt(CB_OPT_engine) == CB_ENGINE_AUTO;
     cb_smwork_init(automatic);
+    cb_choose_init();
     if (!cb_kernel_usable)
         cb_log(CB_LOG_NOTICE, "engine: the batch API (copy kernel off: %s)", cb_kernel_reason);
     else if (!automatic)
@@ -188,7 +191,7 @@ static CUresult replay(const struct cb_engine *e, const struct cb_copies *c, siz
  * ask whether other streams may be running SM work (run's context current). */
 static void check_load(const struct cb_copies *c, struct cb_stream_facts *f)
 {
-    if (!c->has_host || !c->kernel_ok || !cb_kernel_usable || cb_opt(CB_OPT_engine) != CB_ENGINE_AUTO ||
+    if (!c->has_host || !c->kernel_ok || c->arm != CB_ARM_STATIC || !cb_kernel_usable || cb_opt(CB_OPT_engine) != CB_ENGINE_AUTO ||
         c->n < cb_opt(CB_OPT_min_run))
         return;
     CB_COUNT(load_checks);

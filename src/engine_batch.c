@@ -7,6 +7,7 @@
  * only when the library was built against CUDA 13 headers. */
 #include "engine_batch.h"
 #include "stats.h"
+#include "choose.h"
 
 #include <dlfcn.h>
 
@@ -58,7 +59,7 @@ CUresult cb_batch_engine_submit(const struct cb_copies *c, size_t off, size_t n,
     CUmemcpyAttributes attr = {0};
     attr.srcAccessOrder = cb_opt(CB_OPT_src_order) == CB_SRC_ORDER_ANY ? CU_MEMCPY_SRC_ACCESS_ORDER_ANY
                                                                         : CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
-    attr.flags = cb_opt(CB_OPT_overlap) ? CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE : 0;
+    attr.flags = cb_opt(CB_OPT_overlap) || c->arm == CB_ARM_OVERLAP ? CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE : 0;
     size_t zero = 0;
     CUresult rc = cb_batch(c->dsts + off, c->srcs + off, c->sizes + off, n, &attr, &zero, 1, stream);
     if (rc == CUDA_SUCCESS) {

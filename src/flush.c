@@ -52,7 +52,7 @@ CUresult cb_flush_run(struct cb_run *run, enum cb_flush_why why)
         run->pace.warm = 0;
     if (!(does & CB_FD_CHUNK))
         run->feed.chunks = 0;
-    int owner = cb_run_is_owner(run);
+    int owner = cb_run_is_owner(run), submitted = run->q.n > 0;
     if (run->q.n > 0) {
         cb_bump(&cb_stats_thread()->v[cb_flush_stat(why)], 1);
         if (!(does & CB_FD_CHUNK))
@@ -62,9 +62,13 @@ CUresult cb_flush_run(struct cb_run *run, enum cb_flush_why why)
         cb_nvtx_flush(why); /* the reason, for a profiler's range and marker (nvtx.c) */
         rc = cb_engine_submit(&run->q, &run->facts, owner);
         cb_run_clear(run);
-    } else if (owner && run->facts.fence.ev_join) {
-        rc = cb_fence_owner_join(&run->facts);
     }
+    /* A measured segment ends with the submission of its copies, a passed-
+     * through one with its burst (choose.c). */
+    if (run->seg.open && (run->seg.arm == CB_ARM_PASS ? !(does & CB_FD_KEEPS_BURST) : submitted))
+        cb_segment_end(&run->seg, run->facts.stream);
+    if (!submitted && owner && run->facts.fence.ev_join)
+        rc = cb_fence_owner_join(&run->facts);
     /* an error kept by an earlier flush came first */
     CUresult err = cb_first_error(run->pending, rc);
     int keep = (does & CB_FD_KEEPS_ERROR) != 0;

@@ -281,6 +281,8 @@ void cb_stats_init(void);
 /* Whether batching is on, and why not: said in the report's first line. */
 void cb_stats_set_batching(int on, const char *reason);
 size_t cb_stats_json(char *buf, size_t len);
+/* The measured choice's table for the report (text or JSON), given by choose.c. */
+void cb_stats_set_choices(size_t (*describe)(char *buf, size_t len, int json));
 
 /* ---- config.c: options ------------------------------------------------------------ */
 /* Read on the copy path: inline, one load. */

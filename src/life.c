@@ -8,6 +8,7 @@
  * that never defers a copy registers nothing. */
 #include "internal.h"
 #include "capture.h"
+#include "choose.h"
 
 #include <stdlib.h>
 
@@ -40,6 +41,7 @@ static void fork_child(void)
     cb_timer_atfork_child();
     cb_capture_atfork_child();
     cb_classes_atfork_child();
+    cb_choose_atfork_child();
 }
 
 void cb_life_arm(void)

@@ -39,6 +39,7 @@
  * it and asks again (rule 2).  A destroyed stream's handle may come back for a
  * new stream: its run was flushed and removed at destroy (flush.c). */
 #include "run.h"
+#include "capture.h"
 
 #include <linux/futex.h>
 #include <stdlib.h>
@@ -249,6 +250,7 @@ void cb_run_clear(struct cb_run *run)
     run->feed.has_h2d = 0;
     run->feed.chunk_shape = 0;
     run->q.has_host = 0;
+    run->q.arm = CB_ARM_STATIC;
 }
 
 int cb_run_open(struct cb_run *run, CUstream stream)
@@ -257,6 +259,12 @@ int cb_run_open(struct cb_run *run, CUstream stream)
     CUstream s = f->ptds ? CU_STREAM_PER_THREAD : f->legacy ? CU_STREAM_LEGACY : stream;
     CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
     f->stream = s;
+    if (f->known && !cb_captures_active()) {
+        /* A stream captures only after a call that begins a capture, which
+         * capture.c counts: with none under way, nothing need be asked again. */
+        f->capturing = 0;
+        goto looks;
+    }
     if (f->legacy) {
         /* The legacy stream never captures (copy.c defers nothing on it while any
          * capture is under way); it is the context's own. */
@@ -308,7 +316,9 @@ int cb_run_open(struct cb_run *run, CUstream stream)
                 return -1;
         }
         f->device = dev;
+        f->known = 1;
     }
+looks:;
     uint64_t now = cb_now_ns();
     struct cb_looks *l = &run->looks;
     l->opened_ns = now;

@@ -7,6 +7,7 @@
 #include "engine.h"
 #include "event.h"
 #include "hazard.h"
+#include "choose.h"
 
 #include <uthash.h>
 
@@ -64,6 +65,7 @@ struct cb_run {
     struct cb_pace pace;
     struct cb_looks looks;
     struct cb_feed feed;
+    struct cb_segment seg;        /* the measured choice covering its copies (choose.c writes it) */
 };
 
 /* A copy the program asked for, classified (copy.c). */
@@ -140,6 +142,8 @@ static inline int cb_run_hazard(const struct cb_run *run, const struct cb_copy_r
  * -1 out of memory (nothing queued). */
 int cb_run_mark(struct cb_run *run, const struct cb_marker *m);
 void cb_run_clear(struct cb_run *run);      /* after a submission */
+/* What the measured choice gave the copies queued from now on (choose.c). */
+static inline void cb_run_set_arm(struct cb_run *run, enum cb_arm arm) { run->q.arm = (unsigned char)arm; }
 void cb_run_set_active(struct cb_run *run); /* after any change of q.n, pending, fences */
 /* After a copy joined the run: counted already unless the run was empty (its
  * stream's facts and markers change only while it is). */

@@ -212,6 +212,25 @@ static void json_per_hook(struct cb_out *o, const uint64_t *count, int copies_on
         }
 }
 
+/* The measured choice's table (choose.c, an upper layer: given at init). */
+static size_t (*cb_choices_describe)(char *buf, size_t len, int json);
+void cb_stats_set_choices(size_t (*describe)(char *buf, size_t len, int json)) { cb_choices_describe = describe; }
+
+/* Appends its text (text or JSON) to o. */
+static void out_choices(struct cb_out *o, int json)
+{
+    enum { CB_CHOICES_TEXT = 16384 };
+    char *buf = cb_choices_describe ? malloc(CB_CHOICES_TEXT) : NULL;
+    if (!buf)
+        return;
+    buf[0] = 0;
+    cb_choices_describe(buf, CB_CHOICES_TEXT, json);
+    if (*buf && !json)
+        out(o, "  %-40s %8s  %-8s %s\n", "measured choice: class", "segments", "chosen", "ns a copy, by arm");
+    out(o, "%s", buf);
+    free(buf);
+}
+
 size_t cb_stats_json(char *buf, size_t len)
 {
     uint64_t v[CB_STAT_COUNT], calls[CB_HOOK_COUNT], ended[CB_HOOK_COUNT];
@@ -232,7 +251,9 @@ size_t cb_stats_json(char *buf, size_t len)
     out(&o, "},\"counters\":{");
     for (size_t i = 0; i < CB_STAT_COUNT; i++)
         out(&o, "%s\"%s\":%llu", i ? "," : "", cb_stat_names[i], (unsigned long long)v[i]);
-    out(&o, "}}");
+    out(&o, "},\"choices\":[");
+    out_choices(&o, 1);
+    out(&o, "]}");
     if (len)
         buf[o.used < len ? o.used : len - 1] = 0;
     return o.used;
@@ -266,6 +287,7 @@ static void report_text(struct cb_out *o)
     if (v[CB_ST_batches])
         out(o, "  %-28s %14.1f  %s\n", "mean_batch", (double)v[CB_ST_batched_copies] / (double)v[CB_ST_batches],
             "copies per batch");
+    out_choices(o, 0);
 }
 
 /* The file name for this process; -1 when it does not fit. */

@@ -995,9 +995,19 @@ static const char *const automatic_all[] = {"CUBATCH_ENGINE=auto", "CUBATCH_POLI
 
 START_TEST(host_copies_avoid_a_busy_gpu)
 {
-    /* a kernel filling every SM still runs on another stream: the copy engines take them */
+    /* a kernel filling every SM still runs on another stream: never the copy
+     * kernel; as shipped, the measured choice takes them (its arms: batch API,
+     * overlap flag, passing through) */
     const char *piped[] = {"CUBATCH_ENGINE=auto", "CUBATCH_PIPELINE=1", NULL};
     struct pair p = both("sm_busy", piped);
+    STAT_EQ(p.shim, "kernel_launches", 0);
+    STAT_EQ(p.shim, "launches_filling", 1);
+    STAT_GE(p.shim, "choice_samples", 1);
+    STAT_EQ(p.shim, "pass_busy", 0);
+    pair_free(&p);
+    /* the fixed rules (CUBATCH_MEASURE=0): the copy engines take them */
+    const char *fixed[] = {"CUBATCH_ENGINE=auto", "CUBATCH_PIPELINE=1", "CUBATCH_MEASURE=0", NULL};
+    p = both("sm_busy", fixed);
     STAT_EQ(p.shim, "kernel_launches", 0);
     STAT_GE(p.shim, "batches", 1);
     STAT_GE(p.shim, "load_copy_engines", 1);
@@ -1021,6 +1031,64 @@ START_TEST(host_copies_avoid_a_busy_gpu)
     p = both("sm_busy", forced);
     STAT_GE(p.shim, "kernel_launches", 1);
     STAT_EQ(p.shim, "load_checks", 0);
+    pair_free(&p);
+}
+END_TEST
+
+/* The arm the measured choice settled on for a class of copies, from the JSON
+ * report ("" when the class is not in it). */
+static const char *chosen_for(const struct run *r, const char *cls, char *buf, size_t len)
+{
+    char key[160];
+    snprintf(key, sizeof key, "{\"class\": \"%s\", ", cls);
+    const char *c = strstr(r->out, key), *ch = c ? strstr(c, "\"chosen\": \"") : NULL;
+    buf[0] = 0;
+    if (ch) {
+        ch += strlen("\"chosen\": \"");
+        size_t n = strcspn(ch, "\"");
+        snprintf(buf, len, "%.*s", (int)(n < len ? n : len - 1), ch);
+    }
+    return buf;
+}
+
+/* Section 5, the measured choice: beside a kernel filling the GPU, each class of
+ * host copies goes to the arm that completed its segments fastest, as the
+ * simulated driver's clock (CUSIM_COST) says they took. */
+START_TEST(measured_choice_takes_the_cheapest_arm)
+{
+    char a[32], b[32];
+    /* batches cheaper than copies one by one: batched */
+    const char *batch_wins[] = {"CUBATCH_ENGINE=auto", "CUSIM_COST=copy=2000,batch=4000,entry=500", NULL};
+    struct pair p = both("measured", batch_wins);
+    ck_assert_msg(stat_of(&p.shim, "pass_chosen") * 6 < stat_of(&p.shim, "copies_h2d"), "pass_chosen = %ld of %ld",
+                  stat_of(&p.shim, "pass_chosen"), stat_of(&p.shim, "copies_h2d"));
+    ck_assert_str_ne(chosen_for(&p.shim, "h2d <=4K busy few-allocations long", a, sizeof a), "pass");
+    ck_assert_str_ne(chosen_for(&p.shim, "h2d <=4K busy few-allocations long", a, sizeof a), "");
+    STAT_EQ(p.shim, "kernel_launches", 0);
+    STAT_GE(p.shim, "choice_probes", 1); /* the losing arm is tried again now and then */
+    pair_free(&p);
+    /* a batch dearer than the copies it carries: passed through */
+    const char *pass_wins[] = {"CUBATCH_ENGINE=auto", "CUSIM_COST=copy=1000,batch=20000,entry=2000", NULL};
+    p = both("measured", pass_wins);
+    ck_assert_msg(stat_of(&p.shim, "pass_chosen") * 10 > stat_of(&p.shim, "copies") * 7, "pass_chosen = %ld of %ld",
+                  stat_of(&p.shim, "pass_chosen"), stat_of(&p.shim, "copies"));
+    ck_assert_str_eq(chosen_for(&p.shim, "h2d <=4K busy few-allocations long", a, sizeof a), "pass");
+    ck_assert_str_eq(chosen_for(&p.shim, "d2h <=4K busy few-allocations long", a, sizeof a), "pass");
+    pair_free(&p);
+    /* batches that slow down with every allocation they touch: per class */
+    const char *per_class[] = {"CUBATCH_ENGINE=auto", "CUSIM_COST=copy=1500,batch=2000,entry=500,alloc=3000", NULL};
+    p = both("measured", per_class);
+    ck_assert_str_eq(chosen_for(&p.shim, "h2d <=4K busy many-allocations long", a, sizeof a), "pass");
+    chosen_for(&p.shim, "h2d <=4K busy few-allocations long", b, sizeof b);
+    ck_assert_msg(!strcmp(b, "batch") || !strcmp(b, "overlap"), "one buffer: %s", b);
+    pair_free(&p);
+    /* switched off: the fixed rules, nothing timed */
+    const char *off[] = {"CUBATCH_ENGINE=auto", "CUBATCH_MEASURE=0", "CUSIM_COST=copy=1000,batch=20000,entry=2000", NULL};
+    p = both("measured", off);
+    STAT_EQ(p.shim, "choice_samples", 0);
+    STAT_EQ(p.shim, "pass_chosen", 0);
+    STAT_GE(p.shim, "pass_busy", 1);
+    ck_assert_msg(!strstr(p.shim.out, "\"choices\":[{"), "no choice made");
     pair_free(&p);
 }
 END_TEST
@@ -1054,7 +1122,7 @@ START_TEST(compute_that_leaves_room_or_would_be_waited_for)
     /* the same grid when the occupancy calculator fails: its size is unknown, so it
      * counts as filling, and the copies keep off the copy kernel while it runs */
     const char *no_occupancy[] = {"CUBATCH_ENGINE=auto", "CUSIM_FAIL=cuOccupancyMaxActiveBlocksPerMultiprocessor:0:1",
-                                  NULL};
+                                  "CUBATCH_MEASURE=0", NULL};
     p = both("sm_room", no_occupancy);
     STAT_EQ(p.shim, "launches_unsized", 1);
     STAT_EQ(p.shim, "launches_filling", 1);
@@ -1724,7 +1792,7 @@ int main(void)
                            legacy_runs_go_before_blocking_work, capture_begins_after_legacy_runs,
                            nothing_deferred_on_legacy_while_capturing,
                            kernel_only_where_it_may_touch_the_memory, refused_launch_is_replayed, kernel_chunks_grow}},
-        {"beside_compute", {host_copies_avoid_a_busy_gpu, finished_compute_lets_the_kernel_take_them,
+        {"beside_compute", {measured_choice_takes_the_cheapest_arm, host_copies_avoid_a_busy_gpu, finished_compute_lets_the_kernel_take_them,
                             compute_that_leaves_room_or_would_be_waited_for}},
         {"two_devices", {two_devices_skip_on_one, two_devices_streams_and_switches,
                          two_devices_peer_copies_pass_through, two_devices_context_synchronize_of_one,

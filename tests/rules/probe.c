@@ -1534,6 +1534,43 @@ static void sc_sm_busy_d2d(void) { sm_scenario(SM_BUSY_D2D); }
 static void sc_sm_busy_legacy(void) { sm_scenario(SM_BUSY_LEGACY); }
 static void sc_sm_legacy_compute(void) { sm_scenario(SM_LEGACY_COMPUTE); }
 static void sc_sm_destroyed(void) { sm_scenario(SM_DESTROYED); }
+/* The measured choice (docs/design.md section 5): beside a kernel filling the GPU,
+ * bursts of 4 KiB host-to-device copies on two streams, one from a single pinned
+ * buffer, one from a pinned allocation per block; device-to-host bursts on a
+ * third.  What each arm costs is the simulated driver's CUSIM_COST. */
+static void sc_measured(void)
+{
+    enum { BURSTS = 24, NC = 96 };
+    CUfunction f = compute_fn();
+    CUstream a = mkstream(CU_STREAM_NON_BLOCKING), one = mkstream(CU_STREAM_NON_BLOCKING),
+             per = mkstream(CU_STREAM_NON_BLOCKING), back = mkstream(CU_STREAM_NON_BLOCKING);
+    unsigned char *buf = pinned(NC * SZ), *out = pinned(NC * SZ), *blk[NC];
+    for (int i = 0; i < NC; i++)
+        blk[i] = pinned(SZ);
+    CUdeviceptr d1 = devmem(NC * SZ), d2 = devmem(NC * SZ);
+    compute(f, a, 8, 1u << 30);
+    for (int b = 0; b < BURSTS; b++) {
+        fill(buf, NC * SZ, 70 + b);
+        for (int i = 0; i < NC; i++)
+            fill(blk[i], SZ, 90 + b + i);
+        for (int i = 0; i < NC; i++) {
+            CK(cuMemcpyHtoDAsync_v2(d1 + (size_t)i * SZ, buf + (size_t)i * SZ, SZ, one));
+            CK(cuMemcpyHtoDAsync_v2(d2 + (size_t)i * SZ, blk[i], SZ, per));
+        }
+        CK(cuStreamSynchronize(one));
+        CK(cuStreamSynchronize(per));
+        for (int i = 0; i < NC; i++)
+            CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * SZ, d2 + (size_t)i * SZ, SZ, back));
+        CK(cuStreamSynchronize(back));
+        for (int i = 0; i < NC; i++)
+            expect("per-block burst", out + (size_t)i * SZ, blk[i], SZ);
+        CK(cuMemcpyDtoHAsync_v2(out, d1, NC * SZ, back));
+        CK(cuStreamSynchronize(back));
+        expect("one-buffer burst", out, buf, NC * SZ);
+    }
+    CK(cuStreamSynchronize(a));
+}
+
 /* ---- rule 13: cubatch's own calls while the program captures ------------------------------ */
 
 static const struct { CUstreamCaptureMode mode; const char *name; } cap_modes[] = {
@@ -2617,7 +2654,7 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"sm_busy", sc_sm_busy},         {"sm_idle_sync", sc_sm_idle_sync},   {"sm_idle_event", sc_sm_idle_event},
     {"sm_idle_query", sc_sm_idle_query}, {"sm_room", sc_sm_room},         {"sm_busy_d2d", sc_sm_busy_d2d},
     {"sm_busy_legacy", sc_sm_busy_legacy}, {"sm_legacy_compute", sc_sm_legacy_compute},
-    {"sm_destroyed", sc_sm_destroyed},
+    {"sm_destroyed", sc_sm_destroyed}, {"measured", sc_measured},
     {"marker_sync", sc_marker_sync},   {"marker_two", sc_marker_two},     {"marker_query", sc_marker_query},
     {"marker_elapsed_end", sc_marker_elapsed_end}, {"marker_elapsed_start", sc_marker_elapsed_start},
     {"marker_wait", sc_marker_wait},   {"marker_destroy", sc_marker_destroy}, {"marker_rerecord", sc_marker_rerecord},

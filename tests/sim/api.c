@@ -2173,7 +2173,9 @@ static CUresult event_record(struct call *c, CUevent h, CUstream hs, int ptsz)
         return CUDA_SUCCESS;
     }
     e->cap = NULL;
-    e->node = sim_enqueue(s, sim_node_new(N_NOP));
+    struct node *nd = sim_node_new(N_NOP);
+    nd->stamp = e;
+    e->node = sim_enqueue(s, nd);
     return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuEventRecord(CUevent h, CUstream s) { BEGIN_S("cuEventRecord", s); END(event_record(&C_, h, s, 0)); }
@@ -2247,7 +2249,8 @@ static CUresult elapsed(float *ms, CUevent a, CUevent b)
     sim_run(((struct sim_event *)b)->node);
     if (((struct sim_event *)a)->ctx->sticky)
         return ((struct sim_event *)a)->ctx->sticky;
-    *ms = 0.0f;
+    /* the simulated GPU clock between the two records (CUSIM_COST; 0 without) */
+    *ms = (float)((double)((long long)((struct sim_event *)b)->stamp_ns - (long long)((struct sim_event *)a)->stamp_ns) / 1e6);
     return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuEventElapsedTime(float *ms, CUevent a, CUevent b)

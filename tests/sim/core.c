@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -94,6 +95,24 @@ static void load_config(void)
     }
     if ((e = getenv("CUSIM_REGISTERED_ALIAS")) && *e)
         sim_cfg.registered_alias = atoi(e) != 0;
+    if ((e = getenv("CUSIM_COST")) && *e) {
+        /* name=ns,... with names copy, batch, entry, alloc, kernel, kcopy */
+        static const struct { const char *name; size_t off; } costs[] = {
+            {"copy", offsetof(struct sim_cost, copy)},     {"batch", offsetof(struct sim_cost, batch)},
+            {"entry", offsetof(struct sim_cost, entry)},   {"alloc", offsetof(struct sim_cost, alloc)},
+            {"kernel", offsetof(struct sim_cost, kernel)}, {"kcopy", offsetof(struct sim_cost, kcopy)}};
+        for (const char *p = e; *p;) {
+            size_t len = strcspn(p, ",");
+            for (size_t i = 0; i < sizeof costs / sizeof costs[0]; i++) {
+                size_t nl = strlen(costs[i].name);
+                if (len > nl && !strncmp(p, costs[i].name, nl) && p[nl] == '=')
+                    *(unsigned long long *)((char *)&sim_cfg.cost + costs[i].off) = strtoull(p + nl + 1, NULL, 10);
+            }
+            p += len;
+            if (*p == ',')
+                p++;
+        }
+    }
     if ((e = getenv("CUSIM_LOG")) && *e)
         sim_cfg.logfd = open(e, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     cfg_loaded = 1;
@@ -690,6 +709,22 @@ static void run_kernel(struct node *n)
 
 /* Execute one node whose dependencies are all done.  Called with the lock held; host
  * functions and callbacks run with the lock released (the node is marked running). */
+/* The simulated GPU clock (ns): each piece of work advances it by its cost
+ * (CUSIM_COST) as it executes; an event record reads it. */
+static unsigned long long sim_gpu_ns;
+
+/* What a batch costs: per call, per entry, and per change of allocation between
+ * consecutive entries (the real batch API slows down with many allocations). */
+static unsigned long long batch_cost(const struct node *n)
+{
+    const struct sim_cost *c = &sim_cfg.cost;
+    unsigned long long t = c->batch + c->entry * n->nents;
+    for (size_t i = 1; i < n->nents; i++)
+        if (n->ents[i].src_id != n->ents[i - 1].src_id || n->ents[i].dst_id != n->ents[i - 1].dst_id)
+            t += c->alloc;
+    return t;
+}
+
 static void execute(struct node *n)
 {
     /* after a fault the context's device work no longer runs (host work does) */
@@ -700,6 +735,7 @@ static void execute(struct node *n)
     switch (kind) {
     case N_COPY:
         do_copy("copy", n->dst, n->src, n->n, n->staged, n->dst_id, n->src_id);
+        sim_gpu_ns += sim_cfg.cost.copy;
         break;
     case N_MEMSET:
         if (n->dst_id && !sim_mem_live_id(n->dst, n->n * (size_t)n->elsize, n->dst_id)) {
@@ -723,10 +759,12 @@ static void execute(struct node *n)
             do_copy("batch", e->dst, e->src, e->n, e->staged, e->dst_id, e->src_id);
         }
         free(perm);
+        sim_gpu_ns += batch_cost(n);
         break;
     }
     case N_KERNEL:
         run_kernel(n);
+        sim_gpu_ns += sim_cfg.cost.kernel + sim_cfg.cost.kcopy * n->nkc;
         break;
     case N_HOST:
     case N_CALLBACK:
@@ -747,6 +785,9 @@ static void execute(struct node *n)
         break;
     }
     default:
+        /* an event record: the event, if still recorded here, reads the clock */
+        if (n->stamp && sim_handle_ok(n->stamp, H_EVENT) && n->stamp->node == n->id)
+            n->stamp->stamp_ns = sim_gpu_ns;
         break;
     }
     HASH_DEL(nodes, n);

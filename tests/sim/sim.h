@@ -31,6 +31,9 @@ struct sim_config {
     int nfail;
     int logfd;
     int registered_alias;          /* CUSIM_REGISTERED_ALIAS: registered memory gets another device address */
+    /* CUSIM_COST: what executing each kind of work costs on the simulated GPU
+     * clock (ns), which timing events read; all 0 by default (elapsed 0) */
+    struct sim_cost { unsigned long long copy, batch, entry, alloc, kernel, kcopy; } cost;
 };
 extern struct sim_config sim_cfg;
 
@@ -95,6 +98,7 @@ struct sim_ctx {
 
 struct sim_event {
     unsigned flags;
+    unsigned long long stamp_ns;   /* the simulated GPU clock when its last record executed */
     uint64_t node;                 /* node that completes it, 0 = complete / never recorded */
     struct sim_capture *cap;       /* recorded during this capture */
     struct sim_ctx *ctx;
@@ -202,6 +206,8 @@ struct node {
     struct cb_kcopy *kc;
     size_t nkc;
     const char *kname;
+    /* an event record: the event whose stamp it sets when it executes */
+    struct sim_event *stamp;
 };
 struct node *sim_node_new(int kind);
 /* Give the node its stream-order dependencies, register it, make it s->last. */

@@ -1,0 +1,79 @@
+/* choose.h - engines chosen by what they measure (choose.c; docs/design.md,
+ * section 5, "The measured choice"). */
+#ifndef CUBATCH_CHOOSE_H
+#define CUBATCH_CHOOSE_H
+
+#include "internal.h"
+
+/* What a segment of copies is given to.  STATIC: the fixed rules (the copy
+ * kernel, or the batch API beside compute); the others are the arms the
+ * measured choice picks between. */
+#define CB_ARMS(X)                                                                          \
+    X(STATIC, static, "the fixed rules (copy kernel when idle, batch API beside compute)")  \
+    X(PASS, pass, "passed through as the program issued them")                              \
+    X(BATCH, batch, "the batch API")                                                        \
+    X(OVERLAP, overlap, "the batch API with CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE")
+enum cb_arm {
+#define CB_ARM_ENUM(NAME, word, doc) CB_ARM_##NAME,
+    CB_ARMS(CB_ARM_ENUM)
+#undef CB_ARM_ENUM
+    CB_ARM_COUNT
+};
+extern const char *const cb_arm_names[CB_ARM_COUNT];
+
+/* A segment: the copies of a stream that one choice covers, from the choice to
+ * the submission that ends it (a deferred arm) or to its length (PASS).  Kept
+ * in the stream's run (run.h); written only here. */
+struct cb_segment {
+    unsigned char open;    /* a choice covers this stream's copies now */
+    unsigned char arm;     /* enum cb_arm */
+    unsigned char dense;   /* the previous segment changed host allocation at every other copy or more */
+    unsigned char lenb;    /* the previous segment's length, bucketed */
+    unsigned short cls;    /* the class it was chosen for */
+    unsigned slot;         /* its sample: slot index + 1 (0: not measured) */
+    uint64_t slot_gen;     /* ... of this use of the slot */
+    unsigned copies;       /* copies covered so far */
+    unsigned limit;        /* a PASS segment covers this many, then a choice is made again */
+    unsigned changes;      /* host allocation changes among them */
+    uintptr_t last_alloc;  /* the host allocation (its end) of the last one */
+};
+
+/* What a choice is made from. */
+struct cb_choice_in {
+    CUcontext ctx;
+    CUstream stream;      /* the run's stream: a created stream */
+    enum cb_direction dir;
+    size_t bytes;
+    int busy;             /* another stream may run SM work that fills the GPU (smwork.c) */
+    int kernel_may;       /* the copy kernel may execute this copy (when the GPU is idle) */
+    unsigned limit;       /* the copies one segment covers (the batch API's chunk) */
+};
+
+/* Whether a segment of copies on a created stream is chosen by measurement
+ * (CUBATCH_ENGINE=auto, CUBATCH_MEASURE=1, batching on). */
+int cb_choose_enabled(void);
+void cb_choose_init(void);
+/* A segment begins with this copy (its run's lock held, the run empty): its
+ * arm.  A measured segment's sample begins here (an event recorded on the
+ * stream before the copy is issued or queued). */
+enum cb_arm cb_choose(struct cb_segment *sg, const struct cb_choice_in *in);
+/* One more copy of the open segment; host_alloc: the end of its host side's
+ * allocation (0: none). */
+static inline void cb_segment_copy(struct cb_segment *sg, uintptr_t host_alloc)
+{
+    sg->copies++;
+    if (host_alloc != sg->last_alloc) {
+        sg->changes++;
+        sg->last_alloc = host_alloc;
+    }
+}
+/* The segment's copies have all been issued or submitted on stream: its sample
+ * ends (an event recorded after them), and the next copy makes a new choice. */
+void cb_segment_end(struct cb_segment *sg, CUstream stream);
+/* Forget what was measured in ctx (it goes away). */
+void cb_choose_forget_context(CUcontext ctx);
+/* The report's table: one line per class with a measurement, into buf. */
+size_t cb_choose_describe(char *buf, size_t len, int json);
+void cb_choose_atfork_child(void);
+
+#endif /* CUBATCH_CHOOSE_H */
