@@ -24,7 +24,7 @@ ${CC:-cc} -std=c11 -O2 -Wall -Wextra -I"$cuda/include" "$src/bench_copies.c" \
 # shellcheck disable=SC2086
 "$nvcc" -std=c++17 -O2 $gencode -Xcompiler -Wall,-Wextra "$src/kv_swap.cu" -o "$out/kv_swap"
 # shellcheck disable=SC2086
-"$nvcc" -std=c++17 -O2 $gencode -Xcompiler -Wall,-Wextra "$src/load_bench.cu" -o "$out/load_bench"
+"$nvcc" -std=c++17 -O2 $gencode -Xcompiler -Wall,-Wextra "$src/load_bench.cu" -o "$out/load_bench" -lcublas
 ${CC:-cc} -std=c11 -O2 -Wall -Wextra -I"$cuda/include" "$src/copy_path.c" -o "$out/copy_path" -L"$stubs" -lcuda
 ${CC:-cc} -std=c11 -O2 -Wall -Wextra -pthread -I"$cuda/include" "$src/bench_threads.c" \
     -o "$out/bench_threads" -L"$stubs" -lcuda -ldl

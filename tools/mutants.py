@@ -127,6 +127,12 @@ MUTANTS = {
                          "rule 14 (a range forgotten before its memory is given back)"),
     "alloc-table-read-unchecked": ("src/allocs.c", "        if (LOAD(cb_allocs_seq) == seq)\n            return hit;", "        return hit;",
                                    "rule 14 (a reader racing a writer throws its answer away)"),
+    "choice-ignores-costs": ("src/choose.c", "            (best == CB_ARM_STATIC || k->arm[a].ns_per_copy < k->arm[best].ns_per_copy))",
+                             "            (best == CB_ARM_STATIC))", "section 5 (the measured choice takes the cheapest arm)"),
+    "choice-samples-during-capture": ("src/choose.c", "    int captures = cb_captures_active(); /* rule 13: no call of ours while one runs */",
+                                      "    int captures = 0;", "rule 13 (no timing calls while a capture runs)"),
+    "choice-never-probes": ("src/choose.c", "        if (k->segments >= c->next_probe) {", "        if (0) {",
+                            "section 5 (a losing arm is tried again)"),
     "context-flush-skips-a-stream": ("src/flush.c", "        if (!run->active || !matches(run, which)) {",
                                      "        if (!run->active || !matches(run, which) || !run->hh.next) {", "rule 6 (every run, every stream)"),
 }

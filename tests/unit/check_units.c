@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <time.h>
 
 #define H2D CB_D_H2D
 #define D2H CB_D_D2H
@@ -427,20 +428,27 @@ START_TEST(alloc_table_readers_race_a_writer)
     cb_allocs_remove_context(NULL);
     for (int i = 0; i < AT_STABLE; i++)
         cb_allocs_insert(&(struct cb_alloc){at_stable_lo(i), at_stable_lo(i) + 0x1000, CB_MEM_DEVICE, i, NULL, NULL});
-    pthread_t t[AT_READERS];
+    pthread_t readers[AT_READERS];
     for (int i = 0; i < AT_READERS; i++)
-        pthread_create(&t[i], NULL, at_reader, NULL);
-    /* churn: ranges between the stable ones come and go, shifting the slots */
-    for (int round = 0; round < 300; round++)
+        pthread_create(&readers[i], NULL, at_reader, NULL);
+    /* churn: ranges between the stable ones come and go, shifting the slots
+     * (1,500 rounds, or half a second under a slow sanitizer) */
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int round = 0; round < 1500; round++) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((now.tv_sec - t0.tv_sec) * 1000000000L + (now.tv_nsec - t0.tv_nsec) > 500000000L)
+            break;
         for (int i = 0; i < AT_STABLE; i++) {
             uintptr_t lo = at_stable_lo(i) + 0x10000 + (uintptr_t)(round % 8) * 0x1000;
             cb_allocs_insert(&(struct cb_alloc){lo, lo + 0x800, CB_MEM_HOST, -1, NULL, NULL});
             if (round % 2)
                 cb_allocs_remove(lo - 0x1000, lo);
         }
+    }
     atomic_store(&at_stop, 1);
     for (int i = 0; i < AT_READERS; i++)
-        pthread_join(t[i], NULL);
+        pthread_join(readers[i], NULL);
     int wrong = atomic_load(&at_wrong);
     ck_assert_msg(wrong == 0, "%d lookups of a range that never changed answered wrong", wrong);
     cb_allocs_remove_context(NULL);
