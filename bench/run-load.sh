@@ -8,7 +8,8 @@
 #
 # Configurations: plain (no preload), plain2 (no preload again: the A/A
 # column), cubatch (defaults), batch (CUBATCH_ENGINE=batch), kernel
-# (CUBATCH_ENGINE=kernel).  Writes DIR/load.csv (config,round,load,cell,copy_us,
+# (CUBATCH_ENGINE=kernel), fixed (CUBATCH_MEASURE=0: the fixed rules instead
+# of the measured choice), off (preloaded, CUBATCH_ENABLE=0).  Writes DIR/load.csv (config,round,load,cell,copy_us,
 # compute_us,ok), DIR/load.md (bench/load_report.py) and DIR/load-stats.jsonl
 # (cubatch's JSON report of every preloaded process).  Exit 77 without a GPU.
 set -u
@@ -53,6 +54,8 @@ for ((r = 1; r <= rounds; r++)); do
         cubatch) env=(LD_PRELOAD="$lib") ;;
         batch) env=(LD_PRELOAD="$lib" CUBATCH_ENGINE=batch) ;;
         kernel) env=(LD_PRELOAD="$lib" CUBATCH_ENGINE=kernel) ;;
+        fixed) env=(LD_PRELOAD="$lib" CUBATCH_MEASURE=0) ;;
+        off) env=(LD_PRELOAD="$lib" CUBATCH_ENABLE=0) ;;
         *) echo "run-load: unknown configuration $c" >&2; exit 2 ;;
         esac
         stats=$out/stats.$c.$r.json

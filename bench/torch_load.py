@@ -8,8 +8,9 @@ them take the GPU, then times a set of copies on a side stream (from the first
 call to the end of the side stream's synchronize); the products' own time is
 read from CUDA events around them.  Cases: _foreach_copy_ of 256 pinned 4 KiB
 tensors host to device and device to host, of 64 x 64 KiB host to device, and a
-Python loop of copy_(non_blocking=True), 256 x 4 KiB host to device; each with
-the GPU idle too.
+Python loop of copy_(non_blocking=True), 256 x 4 KiB host to device, and
+_foreach_copy_ of 1024 x 16 KiB host to device; each with the GPU idle too.
+Every pinned tensor is its own allocation, as PyTorch makes them.
 
 Under LD_PRELOAD=libcubatch.so the rounds alternate cubatch on and off inside
 the one process (cubatch_set_enabled), so process-to-process noise cancels:
@@ -77,6 +78,7 @@ cases = {
     "foreach h2d 256x4K": case_foreach(256, 4096, True),
     "foreach d2h 256x4K": case_foreach(256, 4096, False),
     "foreach h2d 64x64K": case_foreach(64, 65536, True),
+    "foreach h2d 1024x16K": case_foreach(1024, 16384, True),
     "loop h2d 256x4K": case_loop(256, 4096),
 }
 
