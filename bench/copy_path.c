@@ -6,7 +6,9 @@
  * the copy path runs the same code: classification is cached, nothing reaches the
  * driver while a copy joins a run).
  *
- *   copy_path [--dir h2d|d2h|d2d] [--n COPIES] [--size BYTES] [--rounds N]
+ *   copy_path [--dir h2d|d2h|d2d] [--n COPIES] [--size BYTES] [--rounds N] [--blocks 1]
+ * --blocks 1: the host side of each copy is its own pinned allocation (as
+ * PyTorch's pinned tensors are), instead of one buffer.
  * Prints the median over rounds of ns per copy, and the minimum. */
 #define _GNU_SOURCE
 #include <cuda.h>
@@ -41,7 +43,7 @@ static int cmp(const void *a, const void *b)
 int main(int argc, char **argv)
 {
     const char *dir = "h2d";
-    int n = 1000, rounds = 21;
+    int n = 1000, rounds = 21, blocks = 0;
     size_t size = 4096;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--dir"))
@@ -52,8 +54,10 @@ int main(int argc, char **argv)
             size = (size_t)atol(argv[i + 1]);
         else if (!strcmp(argv[i], "--rounds"))
             rounds = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--blocks"))
+            blocks = atoi(argv[i + 1]);
         else {
-            fprintf(stderr, "usage: copy_path [--dir h2d|d2h|d2d] [--n COPIES] [--size BYTES] [--rounds N]\n");
+            fprintf(stderr, "usage: copy_path [--dir h2d|d2h|d2d] [--n COPIES] [--size BYTES] [--rounds N] [--blocks 1]\n");
             return 2;
         }
     }
@@ -75,17 +79,24 @@ int main(int argc, char **argv)
     CK(cuMemAlloc_v2(&a, (size_t)n * size));
     CK(cuMemAlloc_v2(&b, (size_t)n * size));
     memset(host, 1, (size_t)n * size);
+    char **hb = malloc(sizeof(char *) * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        if (blocks)
+            CK(cuMemAllocHost_v2((void **)&hb[i], size));
+        else
+            hb[i] = (char *)host + (size_t)i * size;
+    }
     double *per = malloc(sizeof(double) * (size_t)rounds);
     for (int r = -2; r < rounds; r++) {
         double t0 = now_ns();
         for (int i = 0; i < n; i++) {
             size_t off = (size_t)i * size;
             if (!strcmp(dir, "d2h"))
-                CK(cuMemcpyDtoHAsync_v2((char *)host + off, a + off, size, s));
+                CK(cuMemcpyDtoHAsync_v2(hb[i], a + off, size, s));
             else if (!strcmp(dir, "d2d"))
                 CK(cuMemcpyDtoDAsync_v2(b + off, a + off, size, s));
             else
-                CK(cuMemcpyHtoDAsync_v2(a + off, (char *)host + off, size, s));
+                CK(cuMemcpyHtoDAsync_v2(a + off, hb[i], size, s));
         }
         double t1 = now_ns();
         CK(cuStreamSynchronize(s));
@@ -93,6 +104,6 @@ int main(int argc, char **argv)
             per[r] = (t1 - t0) / n;
     }
     qsort(per, (size_t)rounds, sizeof *per, cmp);
-    printf("copy_path dir=%s n=%d size=%zu ns_per_copy_median=%.1f min=%.1f\n", dir, n, size, per[rounds / 2], per[0]);
+    printf("copy_path dir=%s n=%d size=%zu blocks=%d ns_per_copy_median=%.1f min=%.1f\n", dir, n, size, blocks, per[rounds / 2], per[0]);
     return 0;
 }

@@ -12,6 +12,8 @@
 //   load_bench [--reps N] [--loads LIST] [--cells LIST]
 //   load_bench --query-cost   the cost of cudaStreamQuery / cudaEventQuery on a
 //                             stream running a kernel that fills the GPU, and idle
+// --record-every K: a timing event recorded on the copy stream after every K
+// copies of the one-buffer cells (what the measured choice's samples add).
 // Output: one line per (load, cell): "load=L cell=C copy_us=M compute_us=M ok=1"
 // (medians of N repetitions after one warm-up; ok=0 if any byte was wrong).
 #include <cublas_v2.h>
@@ -85,19 +87,21 @@ static double median(std::vector<double> v)
 
 int main(int argc, char **argv)
 {
-    int reps = 5, query_cost = 0;
+    int reps = 5, query_cost = 0, record_every = 0;
     const char *want_loads = nullptr, *want_cells = nullptr;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--query-cost"))
             query_cost = 1;
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
             reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--record-every") && i + 1 < argc)
+            record_every = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--loads") && i + 1 < argc)
             want_loads = argv[++i];
         else if (!strcmp(argv[i], "--cells") && i + 1 < argc)
             want_cells = argv[++i];
         else {
-            fprintf(stderr, "usage: load_bench [--reps N] [--loads LIST] [--cells LIST]\n");
+            fprintf(stderr, "usage: load_bench [--reps N] [--loads LIST] [--cells LIST] [--record-every K]\n");
             return 2;
         }
     }
@@ -107,6 +111,8 @@ int main(int argc, char **argv)
     cudaStream_t cs, xs;
     CK(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
     CK(cudaStreamCreateWithFlags(&xs, cudaStreamNonBlocking));
+    cudaEvent_t rec; // --record-every: a timing event recorded on the copy stream every K copies
+    CK(cudaEventCreate(&rec));
     if (query_cost) {
         cudaEvent_t ev;
         CK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
@@ -205,8 +211,11 @@ int main(int argc, char **argv)
                     for (int i = 0; i < C.n; i++)
                         CK(cudaMemcpyAsync(blocks[i], src + (size_t)i * C.size, C.size, C.kind, xs));
                 else
-                    for (int i = 0; i < C.n; i++)
+                    for (int i = 0; i < C.n; i++) {
                         CK(cudaMemcpyAsync(dst + (size_t)i * C.size, src + (size_t)i * C.size, C.size, C.kind, xs));
+                        if (record_every && i % record_every == record_every - 1)
+                            CK(cudaEventRecord(rec, xs));
+                    }
                 CK(cudaStreamSynchronize(xs));
                 double t1 = now_us();
                 CK(cudaStreamSynchronize(cs));

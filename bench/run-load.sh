@@ -9,7 +9,9 @@
 # Configurations: plain (no preload), plain2 (no preload again: the A/A
 # column), cubatch (defaults), batch (CUBATCH_ENGINE=batch), kernel
 # (CUBATCH_ENGINE=kernel), fixed (CUBATCH_MEASURE=0: the fixed rules instead
-# of the measured choice), off (preloaded, CUBATCH_ENABLE=0).  Writes DIR/load.csv (config,round,load,cell,copy_us,
+# of the measured choice), overlap (CUBATCH_ENGINE=batch CUBATCH_OVERLAP=1),
+# off (preloaded, CUBATCH_ENABLE=0), overlap-rec and plain-rec (overlap and
+# plain with a timing event recorded every 32 copies: load_bench --record-every).  Writes DIR/load.csv (config,round,load,cell,copy_us,
 # compute_us,ok), DIR/load.md (bench/load_report.py) and DIR/load-stats.jsonl
 # (cubatch's JSON report of every preloaded process).  Exit 77 without a GPU.
 set -u
@@ -48,19 +50,22 @@ for ((r = 1; r <= rounds; r++)); do
     n=${#cfgs[@]}
     for ((k = 0; k < n; k++)); do
         c=${cfgs[$(((k + r) % n))]}
-        env=()
+        env=() extra=()
         case $c in
         plain|plain2) ;;
         cubatch) env=(LD_PRELOAD="$lib") ;;
         batch) env=(LD_PRELOAD="$lib" CUBATCH_ENGINE=batch) ;;
         kernel) env=(LD_PRELOAD="$lib" CUBATCH_ENGINE=kernel) ;;
         fixed) env=(LD_PRELOAD="$lib" CUBATCH_MEASURE=0) ;;
+        overlap) env=(LD_PRELOAD="$lib" CUBATCH_ENGINE=batch CUBATCH_OVERLAP=1) ;;
         off) env=(LD_PRELOAD="$lib" CUBATCH_ENABLE=0) ;;
+        overlap-rec) env=(LD_PRELOAD="$lib" CUBATCH_ENGINE=batch CUBATCH_OVERLAP=1) extra=(--record-every 32) ;;
+        plain-rec) extra=(--record-every 32) ;;
         *) echo "run-load: unknown configuration $c" >&2; exit 2 ;;
         esac
         stats=$out/stats.$c.$r.json
         [ ${#env[@]} -gt 0 ] && env+=(CUBATCH_STATS=json CUBATCH_STATS_FILE="$stats")
-        if ! lines=$(env "${env[@]}" taskset -c "$cpu" "$bin/load_bench" "${args[@]}"); then
+        if ! lines=$(env "${env[@]}" taskset -c "$cpu" "$bin/load_bench" "${args[@]}" "${extra[@]}"); then
             echo "run-load: load_bench failed under $c (round $r)" >&2
             exit 1
         fi

@@ -16,8 +16,8 @@
  *
  * Costs are kept per context and per class of segment (load, direction, size,
  * allocation density, burst length).  Each arm of a class is tried once, then
- * the cheapest is used; one segment in 8 of the cheapest is timed again, and
- * every other arm is tried again after 16 segments of the class, then after
+ * the cheapest is used; one segment in 16 of the cheapest is timed again, and
+ * every other arm is tried again after 32 segments of the class, then after
  * twice as many each time it loses (at most 2,048), so a change of load is
  * noticed and a losing arm costs little.  Ties go to the first arm listed
  * (batch, pass, overlap).
@@ -178,11 +178,11 @@ static void slot_free(struct cb_slot_sample *s)
     s->state = SLOT_FREE;
 }
 
-/* Read the samples that finished (a few per call: each is a query). */
+/* Read a sample that finished (one query per choice at most). */
 static void harvest(void)
 {
     int asked = 0;
-    for (int i = 0; i < CB_SAMPLES && asked < 2; i++) {
+    for (int i = 0; i < CB_SAMPLES && asked < 1; i++) {
         struct cb_slot_sample *s = &cb_samples[i];
         if (s->state == SLOT_OPEN && cb_choices - s->begun_at > 4096)
             slot_free(s); /* its segment never ended (its run went away) */
@@ -271,15 +271,15 @@ static enum cb_arm decide(struct cb_class_costs *k, unsigned allowed, int *sampl
         if (a == best || !(allowed & 1u << a) || c->in_flight)
             continue;
         if (!c->next_probe)
-            c->next_probe = k->segments + 16;
+            c->next_probe = k->segments + 32;
         if (k->segments >= c->next_probe) {
-            c->backoff = c->backoff < 7 ? c->backoff + 1 : 7;
-            c->next_probe = k->segments + (16u << c->backoff);
+            c->backoff = c->backoff < 6 ? c->backoff + 1 : 6;
+            c->next_probe = k->segments + (32u << c->backoff);
             CB_COUNT(choice_probes);
             return a;
         }
     }
-    *sample = k->segments % 8 == 0 && !k->arm[best].in_flight;
+    *sample = k->segments % 16 == 0 && !k->arm[best].in_flight;
     return best;
 }
 

@@ -201,31 +201,44 @@ void cb_classes_atfork_prepare(void) { cb_allocs_atfork_prepare(); }
 void cb_classes_atfork_parent(void) { cb_allocs_atfork_parent(); }
 void cb_classes_atfork_child(void) { cb_allocs_atfork_child(); }
 
-/* The pair of allocations the thread's last copy went between: a copy loop's
- * next copy usually goes between the same two (cb_classify_pair). */
+/* The allocations the thread's last copy went between, one per side: a copy
+ * loop's next copy usually goes between the same two, or keeps one side (a
+ * loop over host blocks into one device buffer), and then only the side that
+ * changed is looked up (cb_classify_pair). */
+struct cb_side {
+    uintptr_t lo, hi; /* empty (lo == hi) when nothing is kept */
+    struct cb_class c;
+};
 struct cb_pair {
     uint64_t gen;
-    uintptr_t dlo, dhi, slo, shi;
-    struct cb_class d, s;
+    struct cb_side d, s;
 };
 static CB_TLS struct cb_pair cb_tls_pair;
+
+/* One side: from the kept range, else classified and kept (known ranges only). */
+static int classify_side(struct cb_side *k, uintptr_t p, struct cb_class *out)
+{
+    if (CB_LIKELY(p - k->lo < k->hi - k->lo)) {
+        *out = k->c;
+        return 0;
+    }
+    uintptr_t lo;
+    if (classify(p, out, &lo))
+        return -1;
+    if (out->kind != CB_MEM_UNKNOWN && out->end)
+        *k = (struct cb_side){lo, out->end, *out};
+    return 0;
+}
 
 int cb_classify_pair(uintptr_t dst, uintptr_t src, struct cb_class *d, struct cb_class *s)
 {
     struct cb_pair *pr = &cb_tls_pair;
     uint64_t gen = atomic_load_explicit(&cb_class_gen, memory_order_acquire);
-    if (CB_LIKELY(pr->gen == gen && dst - pr->dlo < pr->dhi - pr->dlo && src - pr->slo < pr->shi - pr->slo)) {
-        *d = pr->d;
-        *s = pr->s;
-        return 0;
+    if (CB_UNLIKELY(pr->gen != gen)) {
+        pr->gen = gen;
+        pr->d.lo = pr->d.hi = pr->s.lo = pr->s.hi = 0;
     }
-    uintptr_t dlo, slo;
-    if (classify(dst, d, &dlo) || classify(src, s, &slo))
-        return -1;
-    /* only ranges the cache would keep: known, with a known extent */
-    if (d->kind != CB_MEM_UNKNOWN && d->end && s->kind != CB_MEM_UNKNOWN && s->end)
-        *pr = (struct cb_pair){gen, dlo, d->end, slo, s->end, *d, *s};
-    return 0;
+    return classify_side(&pr->d, dst, d) || classify_side(&pr->s, src, s) ? -1 : 0;
 }
 
 int cb_classify(uintptr_t p, struct cb_class *out)

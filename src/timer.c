@@ -7,10 +7,9 @@
  * what a look does and when the next is due), and sleeps otherwise: it blocks on
  * a timerfd, which the copy path arms only when a run opens on a quiet stream
  * and no earlier look is due (one system call per burst, none per copy; it does
- * not wake the thread).  Between looks the thread does not run: measured on an
- * H200 pinned to one core, a thread looking every 10 us made batched loops 12%
- * slower than no batching at all, by taking the core from the program and by
- * cutting its runs short.
+ * not wake the thread).  Between looks the thread does not run, and it runs
+ * under SCHED_IDLE: a look never takes a core from a thread of the program
+ * (docs/design.md rule 7 says what was measured).
  *
  * Created at the first arming; a process that never defers a copy has none.  A
  * per-thread-stream run it flushes goes through the side stream (ptds.c), since
@@ -19,6 +18,7 @@
 #include "run.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
@@ -41,6 +41,17 @@ static void set_due(uint64_t when)
 static void *timer_main(void *arg)
 {
     (void)arg;
+    /* Never ahead of the program's threads for a core: a look runs on a core
+     * that is otherwise idle (on a machine with one to spare, at once).  A
+     * process pinned to one core that keeps it busy gets its looks late, when
+     * the scheduler gives the thread its small share; its next driver call
+     * flushes in any case. */
+    struct sched_param idle = {0};
+    int err = pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
+    if (err) {
+        char e[128];
+        cb_log(CB_LOG_NOTICE, "the flush timer keeps the ordinary priority (%s)", cb_errstr(err, e, sizeof e));
+    }
     for (;;) {
         uint64_t expirations;
         ssize_t n = read(cb_timer_fd, &expirations, sizeof expirations);

@@ -1540,7 +1540,7 @@ static void sc_sm_destroyed(void) { sm_scenario(SM_DESTROYED); }
  * third.  What each arm costs is the simulated driver's CUSIM_COST. */
 static void sc_measured(void)
 {
-    enum { BURSTS = 24, NC = 96 };
+    enum { BURSTS = 48, NC = 96 };
     CUfunction f = compute_fn();
     CUstream a = mkstream(CU_STREAM_NON_BLOCKING), one = mkstream(CU_STREAM_NON_BLOCKING),
              per = mkstream(CU_STREAM_NON_BLOCKING), back = mkstream(CU_STREAM_NON_BLOCKING);
