@@ -299,7 +299,10 @@ enum cb_arm cb_choose(struct cb_segment *sg, const struct cb_choice_in *in)
     sg->cls = (unsigned short)class_of(in, sg);
     pthread_mutex_lock(&cb_choose_mu);
     cb_choices++;
-    int captures = cb_captures_active(); /* rule 13: no call of ours while one runs */
+    /* Rule 13: no call of ours while a capture runs; capture.c's lock keeps one
+     * from beginning between the question and the calls. */
+    cb_capture_lock();
+    int captures = cb_captures_active();
     if (!captures)
         harvest();
     int ctx_i = ctx_index(in->ctx), sample = 0;
@@ -309,6 +312,7 @@ enum cb_arm cb_choose(struct cb_segment *sg, const struct cb_choice_in *in)
         if (sample && !captures)
             sample_begin(sg, in, ctx_i, arm);
     }
+    cb_capture_unlock();
     pthread_mutex_unlock(&cb_choose_mu);
     sg->arm = (unsigned char)arm;
     return arm;
@@ -327,10 +331,12 @@ void cb_segment_end(struct cb_segment *sg, CUstream stream)
     struct cb_slot_sample *s = &cb_samples[sg->slot - 1];
     if (s->state == SLOT_OPEN && s->gen == sg->slot_gen) {
         s->copies = sg->copies;
+        cb_capture_lock();
         if (!cb_captures_active() && cb_drv.cuEventRecord(s->ev_b, stream) == CUDA_SUCCESS)
             s->state = SLOT_CLOSED;
         else
             slot_free(s);
+        cb_capture_unlock();
     }
     pthread_mutex_unlock(&cb_choose_mu);
     sg->slot = 0;

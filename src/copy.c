@@ -127,6 +127,26 @@ static enum cb_arm choose(const struct cb_copy_req *rq, struct cb_run *run)
     return arm;
 }
 
+/* Rule 13: no legacy run may be pending while a capture runs (a launch on the
+ * legacy stream, or a question about a capturing stream that the legacy run's
+ * rule-3 ordering asks, would invalidate it).  legacy_deferrable() found no
+ * capture, but one may have been counted since, and its begin flushes only the
+ * legacy runs it sees non-empty.  So, the copy just appended: the run is
+ * counted non-empty first, then the captures are counted again (in one total
+ * order with cb_flush_capture_begin's count and look).  A capture counted now
+ * saw this run non-empty unless this copy made it so; then the copy is taken
+ * back (the run is empty again) and issued as it came.  1: taken back. */
+static int legacy_run_raced_a_capture(struct cb_run *run)
+{
+    cb_run_set_queued(run);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (!cb_captures_active() || run->q.n != 1)
+        return 0;
+    cb_run_clear(run);
+    cb_run_set_active(run);
+    return 1;
+}
+
 /* Rules 2, 3 (stream), 5 (hazards) and the pace, then the copy joins the run.
  * The first copy of a burst (the stream's first since a call named it, or since
  * the timer found it quiet) goes out at once instead: an isolated copy costs
@@ -225,6 +245,10 @@ static int defer(struct cb_copy_req *rq, CUresult *rc)
     }
     if (cb_run_append(run, rq))
         goto pass;
+    if (CB_UNLIKELY(run->facts.legacy) && legacy_run_raced_a_capture(run)) {
+        why = CB_ST_pass_capture; /* taken back: issued now, as it came */
+        goto pass;
+    }
     if (sg->open)
         cb_segment_copy(sg, host_alloc(rq));
     if (opened)

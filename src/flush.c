@@ -146,8 +146,13 @@ CUresult cb_flush_cross(CUstream s, enum cb_stream_kind sk)
 CUresult cb_flush_capture_begin(CUstream s, int ptsz_entry)
 {
     CUresult rc = cb_flush_stream(s, ptsz_entry, CB_WHY_flush_stream);
-    /* counted before the capture begins: no legacy run may open from now on */
+    /* counted before the capture begins: no legacy run may open from now on.
+     * A copy that found none counted and is joining a legacy run right now
+     * either shows here (its run counted non-empty) or sees this count and
+     * takes the copy back (copy.c): the count and that run's are each written
+     * before the other is read, in one total order (the fence). */
     cb_capture_pending();
+    atomic_thread_fence(memory_order_seq_cst);
     if (!cb_runs_locked_here() && cb_runs_legacy_pending())
         rc = cb_first_error(rc, flush_matching(CB_LEGACY_RUNS, CB_WHY_flush_stream));
     return rc;
