@@ -18,7 +18,9 @@ CB_EXPORT int cubatch_batching_enabled(void)
 
 CB_EXPORT size_t cubatch_stats_json(char *buf, size_t len)
 {
-    cb_init();
+    /* What happened so far: before the program's first CUDA call nothing has,
+     * and asking must not load the driver behind its back (the report then
+     * says batching is not initialised yet). */
     return cb_stats_json(buf, len);
 }
 

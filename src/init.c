@@ -52,8 +52,10 @@ void cb_init_slow(void)
     if (!cb_batching && (cb_opt(CB_OPT_overlap) || cb_opt(CB_OPT_src_order) != CB_SRC_ORDER_STREAM))
         cb_warn("CUBATCH_OVERLAP / CUBATCH_SRC_ORDER cannot be honoured: batching is unavailable (%s)",
                 cb_batching_reason);
+    /* asked for a report without batching: a warning unless the user switched it off */
     if (!cb_batching && cb_opt(CB_OPT_stats) != CB_STATS_OFF)
-        cb_log(CB_LOG_WARN, "batching unavailable (%s): every copy passes through", cb_batching_reason);
+        cb_log(cb_opt(CB_OPT_enable) ? CB_LOG_WARN : CB_LOG_NOTICE, "batching unavailable (%s): every copy passes through",
+               cb_batching_reason);
     cb_log(CB_LOG_NOTICE, "batching %s (%s)", cb_batching ? "on" : "off", cb_batching_reason);
     cb_config_describe();
     atomic_store_explicit(&cb_init_done, 1, memory_order_release);

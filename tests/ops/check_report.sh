@@ -52,6 +52,22 @@ if not bad:
 sys.exit(bad)
 PY
 
+# the runs-ended table every report carries, summed as the counters are
+python3 - "$out" "$d"/stats.*.json <<'PY' || fail=1
+import json, re, sys
+text, files = sys.argv[1], sys.argv[2:]
+total = text.split("\ntotal (")[1].split("\n  counter ")[0]
+want = {}
+for f in files:
+    for k, v in (json.load(open(f)).get("runs_ended_by") or {}).items():
+        want[k] = want.get(k, 0) + v
+want = {k: v for k, v in want.items() if v}
+got = {m.group(1): int(m.group(2)) for m in re.finditer(r"^  (cu\w+) +(\d+)$", total.split("runs ended by a call of")[-1], re.M)}
+if not want or "runs ended by a call of" not in total or got != want:
+    print("check_report: FAILED: runs ended by: printed %s, the files add up to %s" % (got, want)); sys.exit(1)
+print("check_report: ok: the runs-ended table is the files' sum (%s)" % ", ".join("%s %d" % kv for kv in sorted(want.items())))
+PY
+
 never=$(printf '%s\n' "$out" | sed -n '/^never batched: /,$p')
 printf '%s\n' "$never" | grep -q '^never batched: 2 of 4 processes' && ok "two ranks never batched" ||
     bad "never-batched count: $never"

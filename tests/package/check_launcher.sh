@@ -14,7 +14,15 @@ bad() { echo "check_launcher: FAILED: $1"; fail=1; }
 export CUBATCH_LIBRARY="$L" LD_LIBRARY_PATH="$b/tests/sim/.libs" CUBATCH_FLUSH_US=1000000 CUBATCH_SLOW_NS=1000000000
 
 "$C" >/dev/null 2>"$b/launcher.err"; rc=$?
-[ $rc -eq 2 ] && grep -q '^usage: cubatch' "$b/launcher.err" && ok "no command: usage, exit 2" || bad "no command (exit $rc)"
+[ $rc -eq 2 ] && grep -q '^usage: cubatch' "$b/launcher.err" && grep -q "Try 'cubatch --help'" "$b/launcher.err" &&
+    ok "no command: usage and where the help is, exit 2" || bad "no command (exit $rc)"
+# a bare --stats takes no value: the next word was taken for the command
+"$C" --stats json /bin/true >/dev/null 2>"$b/launcher.err"; rc=$?
+[ $rc -eq 127 ] && grep -q "did you mean --stats=json?" "$b/launcher.err" &&
+    ok "--stats json: exit 127, with the form meant" || bad "--stats json (exit $rc): $(cat "$b/launcher.err")"
+# in a build tree, the library built there (not the install path that does not exist yet)
+v=$(env -u CUBATCH_LIBRARY "$C" --version | sed -n 's/^library: //p')
+[ "$v" = "$L" ] && ok "--version in the build tree names its library" || bad "--version names '$v', not $L"
 "$C" --no-such-flag /bin/true >/dev/null 2>&1; rc=$?
 [ $rc -eq 2 ] && ok "unknown flag: exit 2" || bad "unknown flag (exit $rc)"
 "$C" --version | grep -q '^cubatch 0' && ok "--version" || bad "--version"

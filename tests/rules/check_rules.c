@@ -983,6 +983,11 @@ START_TEST(process_without_cuda_is_untouched)
     ck_assert_msg(strstr(shim.out, "libcuda_loaded: 0"), "%s", shim.out);
     run_free(&plain);
     run_free(&shim);
+    /* its report asked for (the Python module's stats()): still no driver */
+    shim = run_prog(NOCUDA, "stats", 1, env);
+    ck_assert_int_eq(shim.status, 0);
+    ck_assert_msg(strstr(shim.out, "stats: batching false\nlibcuda_loaded: 0"), "%s", shim.out);
+    run_free(&shim);
 }
 END_TEST
 

@@ -10,7 +10,9 @@
  *   nocuda weak    calls cuStreamSynchronize through a weak reference, as code
  *                  that detects CUDA at link time does: without the preload the
  *                  reference is NULL; with it, it binds to cubatch's export, and
- *                  the call must answer quietly */
+ *                  the call must answer quietly
+ *   nocuda stats   asks the preloaded library for its report (cubatch_stats_json,
+ *                  as the Python module's stats() does): libcuda stays unloaded */
 #include "config.h"
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
@@ -42,6 +44,16 @@ int main(int argc, char **argv)
             return 0;
         }
         printf("weak: bound rc=%d\n", (int)cuStreamSynchronize(NULL));
+        return 0;
+    }
+    if (argc > 1 && !strcmp(argv[1], "stats")) {
+        size_t (*report)(char *, size_t) = (size_t(*)(char *, size_t))dlsym(RTLD_DEFAULT, "cubatch_stats_json");
+        char buf[8192];
+        if (report && report(buf, sizeof buf) > 0)
+            printf("stats: %s\n", strstr(buf, "\"batching\":false") ? "batching false" : "other");
+        else
+            printf("stats: none\n");
+        printf("libcuda_loaded: %d\n", libcuda_mapped());
         return 0;
     }
     static const char *const names[] = {"cuInit", "cuStreamSynchronize", "cuMemcpyAsync", "cuGetProcAddress_v2",
