@@ -6,9 +6,11 @@
  * Readers and writers meet through a sequence count: a writer (one at a time,
  * under cb_allocs_mu) makes the count odd, changes the slots, and makes it even
  * again; a reader searches, and keeps its answer only when the count was even
- * and the same before and after.  Every slot field is an atomic read and
- * written relaxed, so a reader racing a writer reads stale values, never torn
- * memory, and throws them away.  A table that grows is copied into one twice
+ * and the same before and after.  Every slot field is an atomic, written with
+ * release and read with acquire (plain moves on x86), so a reader racing a
+ * writer reads stale values, never torn memory, and any value of a write in
+ * progress brings the odd count with it: the answer is thrown away.  (No
+ * fences: ThreadSanitizer does not follow them.)  A table that grows is copied into one twice
  * its size; the old one stays allocated (a reader may still be searching it)
  * and is kept on a list, so the memory given to retired tables is at most that
  * of the live one.
@@ -37,8 +39,8 @@ static _Atomic(struct cb_slots *) cb_allocs_table;
 static atomic_uint cb_allocs_n;   /* slots in use, sorted by lo, disjoint */
 static atomic_uint cb_allocs_seq; /* odd while a writer changes the table */
 
-#define LOAD(x) atomic_load_explicit(&(x), memory_order_relaxed)
-#define STORE(x, v) atomic_store_explicit(&(x), (v), memory_order_relaxed)
+#define LOAD(x) atomic_load_explicit(&(x), memory_order_acquire)
+#define STORE(x, v) atomic_store_explicit(&(x), (v), memory_order_release)
 
 /* The first slot of t[0, n) whose range starts above p. */
 static unsigned upper(const struct cb_slots *t, unsigned n, uintptr_t p)
@@ -111,22 +113,16 @@ int cb_allocs_find(uintptr_t p, struct cb_alloc *out)
             slot_read(t, i - 1, out);
             hit = out->lo <= p && p < out->hi;
         }
-        atomic_thread_fence(memory_order_acquire);
         if (LOAD(cb_allocs_seq) == seq)
             return hit;
     }
     return -1; /* writers kept changing it: the caller asks the driver */
 }
 
-static void write_begin(void)
-{
-    STORE(cb_allocs_seq, LOAD(cb_allocs_seq) + 1);
-    atomic_thread_fence(memory_order_release);
-}
-static void write_end(void)
-{
-    atomic_store_explicit(&cb_allocs_seq, LOAD(cb_allocs_seq) + 1, memory_order_release);
-}
+/* Odd: before any slot store that follows (each a release store, ordered
+ * after this read-modify-write); even again after them. */
+static void write_begin(void) { atomic_fetch_add_explicit(&cb_allocs_seq, 1, memory_order_acq_rel); }
+static void write_end(void) { atomic_fetch_add_explicit(&cb_allocs_seq, 1, memory_order_release); }
 
 /* Remove the slots overlapping [lo, hi) (writer, mutex held). */
 static void remove_overlaps(struct cb_slots *t, uintptr_t lo, uintptr_t hi)

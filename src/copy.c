@@ -132,15 +132,15 @@ static enum cb_arm choose(const struct cb_copy_req *rq, struct cb_run *run)
  * rule-3 ordering asks, would invalidate it).  legacy_deferrable() found no
  * capture, but one may have been counted since, and its begin flushes only the
  * legacy runs it sees non-empty.  So, the copy just appended: the run is
- * counted non-empty first, then the captures are counted again (in one total
- * order with cb_flush_capture_begin's count and look).  A capture counted now
+ * counted non-empty first (a sequentially consistent increment), then the
+ * captures are read again (a sequentially consistent load): in one total order
+ * with cb_flush_capture_begin's increment and look.  A capture counted now
  * saw this run non-empty unless this copy made it so; then the copy is taken
  * back (the run is empty again) and issued as it came.  1: taken back. */
 static int legacy_run_raced_a_capture(struct cb_run *run)
 {
     cb_run_set_queued(run);
-    atomic_thread_fence(memory_order_seq_cst);
-    if (!cb_captures_active() || run->q.n != 1)
+    if (atomic_load(&cb_captures_n) == 0 || run->q.n != 1)
         return 0;
     cb_run_clear(run);
     cb_run_set_active(run);

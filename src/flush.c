@@ -150,10 +150,9 @@ CUresult cb_flush_capture_begin(CUstream s, int ptsz_entry)
      * A copy that found none counted and is joining a legacy run right now
      * either shows here (its run counted non-empty) or sees this count and
      * takes the copy back (copy.c): the count and that run's are each written
-     * before the other is read, in one total order (the fence). */
+     * before the other is read, all sequentially consistent (one total order). */
     cb_capture_pending();
-    atomic_thread_fence(memory_order_seq_cst);
-    if (!cb_runs_locked_here() && cb_runs_legacy_pending())
+    if (!cb_runs_locked_here() && atomic_load(&cb_legacy_nonempty) > 0)
         rc = cb_first_error(rc, flush_matching(CB_LEGACY_RUNS, CB_WHY_flush_stream));
     return rc;
 }

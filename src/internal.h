@@ -1,12 +1,12 @@
 /* internal.h - names shared between cubatch's source files, grouped by the file
- * that defines them, in the order of the layers (README.md, "Source map"):
+ * that defines them, in the order of the layers (docs/contributing.md, "Source map"):
  *
  *   interception   hooks.c resolve.c api.c  ->  init.c
- *   decision       copy.c context.c  ->  classify.c policy.c
+ *   decision       copy.c context.c  ->  classify.c policy.c  ->  allocs.c
  *   flushing       life.c marker.c  ->  timer.c  ->  flush.c
  *   runs           run.c  ->  hazard.c event.c
- *   engines        engine.c  ->  engine_batch.c engine_loop.c  ->  ptds.c
- *   base           stats.c  ->  config.c  ->  driver.c  ->  log.c clock.c
+ *   engines        engine.c  ->  engine_batch.c engine_loop.c engine_kernel.c  ->  choose.c smwork.c ptds.c
+ *   base           stats.c  ->  config.c  ->  capture.c driver.c  ->  log.c clock.c tblock.c
  *
  * A file calls only files of its own group below it and groups below its own.
  * Everything here has hidden visibility; only the wrappers of hooks.def, dlsym,

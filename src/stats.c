@@ -76,7 +76,7 @@ enum cb_stat_id cb_flush_stat(enum cb_flush_why why) { return cb_why_stat[why]; 
 
 /* Said in the report's first line (set at initialisation). */
 static int cb_batching_on;
-static const char *cb_batching_reason = "not initialised: no CUDA call yet";
+static const char *cb_batching_reason = "not started: no intercepted CUDA call yet";
 
 void cb_stats_set_batching(int on, const char *reason)
 {

@@ -22,7 +22,7 @@ bench_dl_threads_LDADD = -ldl -lpthread
 # The design notes the code cites are in the tree: every "rule N" is a rule of
 # docs/design.md, and nothing points at files beside a checkout.
 TESTS += tests/package/check_design_refs.sh
-EXTRA_DIST += tests/package/check_design_refs.sh docs/design.md
+EXTRA_DIST += tests/package/check_design_refs.sh docs/design.md docs/guide.md docs/testing.md docs/contributing.md
 
 # The Debian package names the project's license, in LICENSE's words.
 TESTS += tests/package/check_license.sh
