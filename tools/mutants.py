@@ -58,7 +58,7 @@ MUTANTS = {
     "first-copy-deferred": ("src/copy.c", "    if (!run->pace.warm && run->q.n == 0) {", "    if (0) {", "rule 8 (first of a burst)"),
     "blocking-overtakes-legacy-run": ("src/flush.c", "    if (cb_runs_legacy_pending() && cb_stream_blocking(s, sk))\n        return flush_matching(CB_LEGACY_RUNS, CB_WHY_flush_legacy);",
                                       "    (void)s;", "rule 3 (mirror: legacy runs before blocking work)"),
-    "capture-begin-keeps-legacy-runs": ("src/flush.c", "    if (!cb_runs_locked_here() && cb_runs_legacy_pending())\n        rc = cb_first_error(",
+    "capture-begin-keeps-legacy-runs": ("src/flush.c", "    if (!cb_runs_locked_here() && atomic_load(&cb_legacy_nonempty) > 0)\n        rc = cb_first_error(",
                                         "    if (0)\n        rc = cb_first_error(", "rule 2/3 (capture)"),
     "legacy-deferred-during-capture": ("src/copy.c", "    return cb_kernel_usable && !cb_captures_active() && cb_drv.cuCtxGetCurrent &&",
                                        "    return cb_kernel_usable && cb_drv.cuCtxGetCurrent &&", "rule 2/3 (capture)"),
