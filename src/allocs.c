@@ -124,20 +124,50 @@ int cb_allocs_find(uintptr_t p, struct cb_alloc *out)
 static void write_begin(void) { atomic_fetch_add_explicit(&cb_allocs_seq, 1, memory_order_acq_rel); }
 static void write_end(void) { atomic_fetch_add_explicit(&cb_allocs_seq, 1, memory_order_release); }
 
-/* Remove the slots overlapping [lo, hi) (writer, mutex held). */
-static void remove_overlaps(struct cb_slots *t, uintptr_t lo, uintptr_t hi)
+/* What a removal drops: the ranges overlapping [lo, hi), or (ctx_only) those
+ * of context ctx and of no known context (ctx NULL: every range). */
+struct cb_drop {
+    uintptr_t lo, hi;
+    int ctx_only;
+    CUcontext ctx;
+};
+static int dropped(const struct cb_alloc *a, const struct cb_drop *d)
+{
+    if (d->ctx_only)
+        return !d->ctx || !a->actx || a->actx == d->ctx;
+    return a->lo < d->hi && d->lo < a->hi;
+}
+
+/* Remove the slots d drops, keeping the others in order (writer, mutex held). */
+static void remove_dropped(struct cb_slots *t, const struct cb_drop *d)
 {
     unsigned n = LOAD(cb_allocs_n), w = 0;
     for (unsigned r = 0; r < n; r++) {
         struct cb_alloc a;
         slot_read(t, r, &a);
-        if (a.lo < hi && lo < a.hi)
+        if (dropped(&a, d))
             continue;
         if (w != r)
             slot_write(t, w, &a);
         w++;
     }
     STORE(cb_allocs_n, w);
+}
+
+/* The public removals: under the writers' mutex, between the count's odd and
+ * even values. */
+static void remove_locked(const struct cb_drop *d)
+{
+    if (LOAD(cb_allocs_n) == 0)
+        return;
+    pthread_mutex_lock(&cb_allocs_mu);
+    struct cb_slots *t = LOAD(cb_allocs_table);
+    if (t) {
+        write_begin();
+        remove_dropped(t, d);
+        write_end();
+    }
+    pthread_mutex_unlock(&cb_allocs_mu);
 }
 
 /* A table with room for one more slot (writer, mutex held); NULL: none. */
@@ -175,7 +205,7 @@ int cb_allocs_insert(const struct cb_alloc *a)
     write_begin();
     struct cb_slots *t = LOAD(cb_allocs_table);
     if (t)
-        remove_overlaps(t, a->lo, a->hi); /* stale: a free cubatch did not see */
+        remove_dropped(t, &(struct cb_drop){a->lo, a->hi, 0, NULL}); /* stale: a free cubatch did not see */
     t = room();
     if (t) {
         unsigned n = LOAD(cb_allocs_n), i = upper(t, n, a->lo);
@@ -194,43 +224,9 @@ int cb_allocs_insert(const struct cb_alloc *a)
     return rc;
 }
 
-void cb_allocs_remove(uintptr_t lo, uintptr_t hi)
-{
-    if (LOAD(cb_allocs_n) == 0)
-        return;
-    pthread_mutex_lock(&cb_allocs_mu);
-    struct cb_slots *t = LOAD(cb_allocs_table);
-    if (t) {
-        write_begin();
-        remove_overlaps(t, lo, hi);
-        write_end();
-    }
-    pthread_mutex_unlock(&cb_allocs_mu);
-}
+void cb_allocs_remove(uintptr_t lo, uintptr_t hi) { remove_locked(&(struct cb_drop){lo, hi, 0, NULL}); }
 
-void cb_allocs_remove_context(CUcontext ctx)
-{
-    if (LOAD(cb_allocs_n) == 0)
-        return;
-    pthread_mutex_lock(&cb_allocs_mu);
-    struct cb_slots *t = LOAD(cb_allocs_table);
-    if (t) {
-        write_begin();
-        unsigned n = LOAD(cb_allocs_n), w = 0;
-        for (unsigned r = 0; r < n; r++) {
-            struct cb_alloc a;
-            slot_read(t, r, &a);
-            if (!ctx || !a.actx || a.actx == ctx)
-                continue;
-            if (w != r)
-                slot_write(t, w, &a);
-            w++;
-        }
-        STORE(cb_allocs_n, w);
-        write_end();
-    }
-    pthread_mutex_unlock(&cb_allocs_mu);
-}
+void cb_allocs_remove_context(CUcontext ctx) { remove_locked(&(struct cb_drop){0, 0, 1, ctx}); }
 
 unsigned cb_allocs_count(void) { return LOAD(cb_allocs_n); }
 

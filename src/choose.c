@@ -127,13 +127,16 @@ static int ctx_index(CUcontext ctx)
     return -1; /* more contexts than kept: the fixed rules there */
 }
 
+/* The measured arms, in the order they are first tried and ties are broken. */
+static const enum cb_arm cb_arm_order[] = {CB_ARM_BATCH, CB_ARM_PASS, CB_ARM_OVERLAP};
+#define CB_MEASURED_ARMS (sizeof cb_arm_order / sizeof cb_arm_order[0])
+
 /* The cheapest measured arm of the allowed ones (STATIC: none measured). */
 static enum cb_arm cheapest(const struct cb_class_costs *k, unsigned allowed)
 {
-    static const enum cb_arm order[] = {CB_ARM_BATCH, CB_ARM_PASS, CB_ARM_OVERLAP};
     enum cb_arm best = CB_ARM_STATIC;
-    for (unsigned i = 0; i < sizeof order / sizeof order[0]; i++) {
-        enum cb_arm a = order[i];
+    for (unsigned i = 0; i < CB_MEASURED_ARMS; i++) {
+        enum cb_arm a = cb_arm_order[i];
         if ((allowed & 1u << a) && k->arm[a].samples &&
             (best == CB_ARM_STATIC || k->arm[a].ns_per_copy < k->arm[best].ns_per_copy))
             best = a;
@@ -252,11 +255,10 @@ static int sample_begin(struct cb_segment *sg, const struct cb_choice_in *in, in
 /* Which arm, and whether to time it (the class's costs; lock held). */
 static enum cb_arm decide(struct cb_class_costs *k, unsigned allowed, int *sample)
 {
-    static const enum cb_arm order[] = {CB_ARM_BATCH, CB_ARM_PASS, CB_ARM_OVERLAP};
     k->segments++;
     *sample = 1;
-    for (unsigned i = 0; i < sizeof order / sizeof order[0]; i++) { /* each arm once */
-        enum cb_arm a = order[i];
+    for (unsigned i = 0; i < CB_MEASURED_ARMS; i++) { /* each arm once */
+        enum cb_arm a = cb_arm_order[i];
         if ((allowed & 1u << a) && !k->arm[a].samples && !k->arm[a].in_flight)
             return a;
     }
@@ -265,8 +267,8 @@ static enum cb_arm decide(struct cb_class_costs *k, unsigned allowed, int *sampl
         *sample = 0;
         return CB_ARM_BATCH;
     }
-    for (unsigned i = 0; i < sizeof order / sizeof order[0]; i++) {
-        enum cb_arm a = order[i];
+    for (unsigned i = 0; i < CB_MEASURED_ARMS; i++) {
+        enum cb_arm a = cb_arm_order[i];
         struct cb_arm_cost *c = &k->arm[a];
         if (a == best || !(allowed & 1u << a) || c->in_flight)
             continue;

@@ -25,18 +25,12 @@
  * (docs/design.md, rule 1). */
 #define CB_CLASS_CACHE 512
 
-struct cb_range {
-    uintptr_t lo, hi;
-    enum cb_kind kind;
-    int device;
-    CUcontext kctx;
-};
-/* Sorted by lo and disjoint (allocations do not overlap while no memory is
+/* Entries are allocs.c's ranges (struct cb_alloc), sorted by lo and disjoint (allocations do not overlap while no memory is
  * freed, and any free starts a new generation); valid for one generation. */
 struct cb_cache {
     uint64_t gen;
     unsigned n;
-    struct cb_range e[CB_CLASS_CACHE];
+    struct cb_alloc e[CB_CLASS_CACHE];
 };
 
 static atomic_uint_fast64_t cb_class_gen = 1;
@@ -66,7 +60,7 @@ static void cache_renew(struct cb_cache *c, uint64_t gen)
 }
 
 /* The cached range holding p, or NULL. */
-static const struct cb_range *cache_find(struct cb_cache *c, uint64_t gen, uintptr_t p)
+static const struct cb_alloc *cache_find(struct cb_cache *c, uint64_t gen, uintptr_t p)
 {
     if (!c)
         return NULL;
@@ -80,7 +74,7 @@ static const struct cb_range *cache_find(struct cb_cache *c, uint64_t gen, uintp
  * again empty.  A full one drops an entry chosen by a hash of r's address: a
  * loop over more allocations than the cache holds still finds some of them
  * (dropping the oldest, or everything, would miss on every copy of it). */
-static void cache_put(uint64_t gen, const struct cb_range *r)
+static void cache_put(uint64_t gen, const struct cb_alloc *r)
 {
     struct cb_cache *c = cb_thread_block(CB_TB_CLASSES, sizeof *c);
     if (!c)
@@ -101,9 +95,9 @@ static void cache_put(uint64_t gen, const struct cb_range *r)
     c->n++;
 }
 
-/* Ask the driver what p is: 0 and *out, *lo (the allocation's start, p itself
- * when unknown) and *actx (its context) filled, or -1 when the query failed. */
-static int query(uintptr_t p, struct cb_class *out, uintptr_t *lo, CUcontext *actx)
+/* Ask the driver what p is: 0 and *r filled (r->lo and r->hi its allocation,
+ * both p when the range is unknown), or -1 when the query failed. */
+static int query(uintptr_t p, struct cb_alloc *r)
 {
     if (!cb_drv.cuPointerGetAttributes)
         return -1;
@@ -120,23 +114,37 @@ static int query(uintptr_t p, struct cb_class *out, uintptr_t *lo, CUcontext *ac
     if (cb_drv.cuPointerGetAttributes(7, attrs, data, (CUdeviceptr)p) != CUDA_SUCCESS)
         return -1;
     if (managed)
-        out->kind = CB_MEM_MANAGED;
+        r->kind = CB_MEM_MANAGED;
     else if (memtype == CU_MEMORYTYPE_DEVICE)
-        out->kind = CB_MEM_DEVICE;
+        r->kind = CB_MEM_DEVICE;
     else if (memtype == CU_MEMORYTYPE_HOST)
-        out->kind = CB_MEM_HOST;
+        r->kind = CB_MEM_HOST;
     else
-        out->kind = CB_MEM_UNKNOWN;
-    out->device = out->kind == CB_MEM_DEVICE ? ordinal : -1;
+        r->kind = CB_MEM_UNKNOWN;
+    r->device = r->kind == CB_MEM_DEVICE ? ordinal : -1;
     /* The copy kernel may touch device memory in the context that allocated it,
      * and pinned host memory there when its device address is its host address
      * (UVA; registered memory only where the device can use the host pointer). */
-    out->kctx = (out->kind == CB_MEM_DEVICE || (out->kind == CB_MEM_HOST && devptr == (CUdeviceptr)p)) ? ctx : NULL;
+    r->kctx = (r->kind == CB_MEM_DEVICE || (r->kind == CB_MEM_HOST && devptr == (CUdeviceptr)p)) ? ctx : NULL;
+    r->actx = ctx;
     int range_ok = size > 0 && (uintptr_t)start <= p && p - (uintptr_t)start < size;
-    out->end = range_ok ? (uintptr_t)start + size : 0;
-    *lo = range_ok ? (uintptr_t)start : p;
-    *actx = ctx;
+    r->lo = range_ok ? (uintptr_t)start : p;
+    r->hi = range_ok ? (uintptr_t)start + size : p;
     return 0;
+}
+
+/* A range the table, the cache or the driver gave: keepable when its memory
+ * and its extent are known. */
+static int known(const struct cb_alloc *r) { return r->kind != CB_MEM_UNKNOWN && r->hi > r->lo; }
+
+/* What classify() answers from range r. */
+static void take(const struct cb_alloc *r, struct cb_class *out, uintptr_t *lo)
+{
+    out->kind = r->kind;
+    out->device = r->device;
+    out->end = r->hi > r->lo ? r->hi : 0;
+    out->kctx = r->kctx;
+    *lo = r->lo;
 }
 
 /* cb_classify, and the start of the allocation holding p (p itself when the
@@ -145,42 +153,30 @@ static int classify(uintptr_t p, struct cb_class *out, uintptr_t *lo)
 {
     struct cb_alloc a;
     if (cb_allocs_find(p, &a) == 1) {
-        out->kind = a.kind;
-        out->device = a.device;
-        out->end = a.hi;
-        out->kctx = a.kctx;
-        *lo = a.lo;
+        take(&a, out, lo);
         return 0;
     }
     uint64_t gen = atomic_load_explicit(&cb_class_gen, memory_order_acquire);
-    const struct cb_range *r = cache_find(cb_thread_block_if_any(CB_TB_CLASSES), gen, p);
-    *lo = p;
+    const struct cb_alloc *r = cache_find(cb_thread_block_if_any(CB_TB_CLASSES), gen, p);
     if (r) {
-        out->kind = r->kind;
-        out->device = r->device;
-        out->end = r->hi;
-        out->kctx = r->kctx;
-        *lo = r->lo;
+        take(r, out, lo);
         return 0;
     }
-    CUcontext actx;
     CB_COUNT(class_queries);
-    if (query(p, out, lo, &actx))
+    if (query(p, &a))
         return -1;
-    if (out->kind == CB_MEM_UNKNOWN || !out->end)
-        return 0;
-    cache_put(gen, &(struct cb_range){*lo, out->end, out->kind, out->device, out->kctx});
+    take(&a, out, lo);
+    if (known(&a))
+        cache_put(gen, &a);
     return 0;
 }
 
 void cb_classes_announce(uintptr_t p)
 {
-    struct cb_class c;
-    uintptr_t lo;
-    CUcontext actx;
-    if (!p || query(p, &c, &lo, &actx) || c.kind == CB_MEM_UNKNOWN || !c.end)
+    struct cb_alloc a;
+    if (!p || query(p, &a) || !known(&a))
         return;
-    if (cb_allocs_insert(&(struct cb_alloc){lo, c.end, c.kind, c.device, c.kctx, actx}) == 0)
+    if (cb_allocs_insert(&a) == 0)
         CB_COUNT(allocs_announced);
 }
 
@@ -196,10 +192,6 @@ void cb_classes_forget_context(CUcontext ctx)
     cb_allocs_remove_context(ctx);
     cb_forget_classes();
 }
-
-void cb_classes_atfork_prepare(void) { cb_allocs_atfork_prepare(); }
-void cb_classes_atfork_parent(void) { cb_allocs_atfork_parent(); }
-void cb_classes_atfork_child(void) { cb_allocs_atfork_child(); }
 
 /* The allocations the thread's last copy went between, one per side: a copy
  * loop's next copy usually goes between the same two, or keeps one side (a

@@ -114,14 +114,13 @@ static enum cb_arm choose(const struct cb_copy_req *rq, struct cb_run *run)
 {
     struct cb_stream_facts *f = &run->facts;
     enum cb_direction d = direction(rq->dcls.kind, rq->scls.kind);
-    struct cb_choice_in in = {f->ctx, f->stream, d, rq->bytes, 0, kernel_may(rq, run),
-                              (unsigned)cb_engine_chunk(0, d == CB_D_H2D, 0)};
     if (!cb_choose_enabled() || f->legacy || f->ptds || (d != CB_D_H2D && d != CB_D_D2H)) {
         run->seg.open = 0;
         return CB_ARM_STATIC;
     }
-    in.busy = cb_smwork_may_delay(f);
-    f->sm_busy = in.busy;
+    f->sm_busy = cb_smwork_may_delay(f);
+    struct cb_choice_in in = {f->ctx, f->stream, d, rq->bytes, f->sm_busy, kernel_may(rq, run),
+                              (unsigned)cb_engine_chunk(0, d == CB_D_H2D, 0)};
     enum cb_arm arm = cb_choose(&run->seg, &in);
     cb_run_set_arm(run, arm);
     return arm;

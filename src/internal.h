@@ -2,11 +2,11 @@
  * that defines them, in the order of the layers (docs/contributing.md, "Source map"):
  *
  *   interception   hooks.c resolve.c api.c  ->  init.c
- *   decision       copy.c context.c  ->  classify.c policy.c  ->  allocs.c
+ *   decision       copy.c context.c  ->  classify.c policy.c
  *   flushing       life.c marker.c  ->  timer.c  ->  flush.c
  *   runs           run.c  ->  hazard.c event.c
  *   engines        engine.c  ->  engine_batch.c engine_loop.c engine_kernel.c  ->  choose.c smwork.c ptds.c
- *   base           stats.c  ->  config.c  ->  capture.c driver.c  ->  log.c clock.c tblock.c
+ *   base           stats.c  ->  config.c  ->  capture.c driver.c allocs.c  ->  log.c clock.c tblock.c
  *
  * A file calls only files of its own group below it and groups below its own.
  * Everything here has hidden visibility; only the wrappers of hooks.def, dlsym,
@@ -176,9 +176,6 @@ void cb_classes_announce(uintptr_t p);
 void cb_classes_forget_range(uintptr_t p, size_t size);
 /* A context may go: the ranges of its memory are forgotten (NULL: every range). */
 void cb_classes_forget_context(CUcontext ctx);
-void cb_classes_atfork_prepare(void); /* the table's lock held across fork (allocs.c) */
-void cb_classes_atfork_parent(void);
-void cb_classes_atfork_child(void);
 
 /* ---- policy.c: which copies are worth deferring ---------------------------------- */
 /* 0 ok; -1 refused (the default is installed, *why says what was wrong). */

@@ -8,6 +8,7 @@
  * that never defers a copy registers nothing. */
 #include "internal.h"
 #include "capture.h"
+#include "allocs.h"
 #include "choose.h"
 
 #include <stdlib.h>
@@ -26,11 +27,11 @@ static void fork_prepare(void)
     cb_flush_atfork_prepare();
     cb_timer_atfork_prepare();
     cb_capture_atfork_prepare();
-    cb_classes_atfork_prepare();
+    cb_allocs_atfork_prepare();
 }
 static void fork_parent(void)
 {
-    cb_classes_atfork_parent();
+    cb_allocs_atfork_parent();
     cb_capture_atfork_parent();
     cb_timer_atfork_parent();
     cb_flush_atfork_parent();
@@ -40,7 +41,7 @@ static void fork_child(void)
     cb_flush_atfork_child();
     cb_timer_atfork_child();
     cb_capture_atfork_child();
-    cb_classes_atfork_child();
+    cb_allocs_atfork_child();
     cb_choose_atfork_child();
 }
 
