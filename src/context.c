@@ -77,6 +77,7 @@ void cb_ctx_fate_after(const struct cb_ctx_fate *f, CUresult rc)
     if ((f->destroys && rc == CUDA_SUCCESS) || context_gone(f)) {
         cb_forget_classes();
         cb_forget_context_runs(f->ctx);
+        cb_events_forget_context(f->ctx); /* before its helpers: their pool is gone with it */
         cb_forget_context_helpers(f->ctx);
         cb_forget_context_kernel(f->ctx);
         cb_choose_forget_context(f->ctx);

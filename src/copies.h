@@ -30,6 +30,18 @@ struct cb_marker {
     CUstream stream;      /* the stream argument as the program passed it */
     unsigned int flags;   /* the record's flags (0: only default records are queued) */
     unsigned char hook;   /* the entry point it came through (a MARKER row) */
+    unsigned char stands; /* its event is timing-free: a stand-in may answer for it (rule 15) */
+};
+
+/* One record of a cubatch event, made after a run's copies in place of the
+ * records of two or more of its markers of timing-free events (rule 15).
+ * engine.c makes and records it; event.c links those events to it, counts
+ * them and the calls answered from it now (refs), and gives the event back to
+ * ptds.c's pool when the count falls to 0. */
+struct cb_standin {
+    CUevent ev;
+    CUcontext ctx;
+    unsigned refs;
 };
 /* A copy's and a marker's hook id are kept in one byte: engine_loop.c asserts,
  * row by row, that every COPY and MARKER row of hooks.def has an id below 256

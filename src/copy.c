@@ -141,7 +141,7 @@ static int legacy_run_raced_a_capture(struct cb_run *run)
     cb_run_set_queued(run);
     if (atomic_load(&cb_captures_n) == 0 || run->q.n != 1)
         return 0;
-    cb_run_clear(run);
+    cb_run_clear(run, NULL);
     cb_run_set_active(run);
     return 1;
 }

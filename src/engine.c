@@ -226,8 +226,46 @@ static CUresult submit_on(const struct cb_copies *c, struct cb_stream_facts *f, 
     return first;
 }
 
+/* Rule 15: a run with two or more markers of timing-free events records one
+ * pooled cubatch event in place of theirs (ctx current); NULL: each its own. */
+static struct cb_standin *standin_for(const struct cb_copies *c, CUcontext ctx)
+{
+    size_t stands = 0;
+    for (size_t i = 0; i < c->nmarks && stands < 2; i++)
+        stands += c->marks[i].stands;
+    if (stands < 2 || !cb_opt(CB_OPT_merge_records))
+        return NULL;
+    struct cb_standin *si = malloc(sizeof *si);
+    if (!si)
+        return NULL;
+    *si = (struct cb_standin){cb_ctx_event_get(ctx), ctx, 0};
+    if (!si->ev) {
+        free(si);
+        return NULL;
+    }
+    return si;
+}
+
+/* The run's markers after its copies (rule 11), on `side` (NULL: the run's own
+ * stream); *made: the stand-in recorded for them, if any. */
+static CUresult submit_markers(const struct cb_copies *c, CUcontext ctx, CUstream side, struct cb_standin **made)
+{
+    struct cb_standin *si = standin_for(c, ctx);
+    CUevent ev = si ? si->ev : NULL;
+    CUresult rc = cb_loop_engine_markers(c, side, &ev);
+    if (si && !ev) {
+        cb_ctx_event_put(ctx, si->ev);
+        free(si);
+        si = NULL;
+    }
+    if (si)
+        CB_COUNT(merged_records);
+    *made = si;
+    return rc;
+}
+
 /* Another thread's per-thread-stream run, through the side stream. */
-static CUresult submit_side(const struct cb_copies *c, struct cb_stream_facts *f)
+static CUresult submit_side(const struct cb_copies *c, struct cb_stream_facts *f, struct cb_standin **made)
 {
     CUstream side;
     struct cb_ctx_guard g;
@@ -235,15 +273,16 @@ static CUresult submit_side(const struct cb_copies *c, struct cb_stream_facts *f
     if (!side)
         return begun;
     CUresult sub = submit_on(c, f, side);
-    CUresult mk = cb_loop_engine_markers(c, side); /* rule 11: after every copy, before the join */
+    CUresult mk = submit_markers(c, f->ctx, side, made); /* rule 11: after every copy, before the join */
     sub = cb_first_error(sub, mk);
     return cb_first_error(sub, cb_side_end(f, side, begun, &g));
 }
 
-CUresult cb_engine_submit(const struct cb_copies *c, struct cb_stream_facts *f, int owner)
+CUresult cb_engine_submit(const struct cb_copies *c, struct cb_stream_facts *f, int owner, struct cb_standin **made)
 {
+    *made = NULL;
     if (f->ptds && !owner)
-        return submit_side(c, f);
+        return submit_side(c, f, made);
     struct cb_ctx_guard g;
     CUresult entered = cb_ctx_enter(f->ctx, &g);
     if (entered != CUDA_SUCCESS) {
@@ -252,7 +291,9 @@ CUresult cb_engine_submit(const struct cb_copies *c, struct cb_stream_facts *f, 
         cb_log(CB_LOG_WARN, "cannot make the run's context current (%d); submitting anyway", (int)entered);
     }
     CUresult rc = submit_on(c, f, NULL);
-    CUresult mk = cb_loop_engine_markers(c, NULL); /* rule 11: after every copy */
+    CUevent none = NULL; /* no stand-in from a context that could not be made current */
+    CUresult mk = entered == CUDA_SUCCESS ? submit_markers(c, f->ctx, NULL, made) /* rule 11: after every copy */
+                                          : cb_loop_engine_markers(c, NULL, &none);
     rc = cb_first_error(rc, mk);
     cb_fence_release(f);
     cb_ctx_leave(&g);

@@ -33,7 +33,9 @@ size_t cb_engine_chunk(int kernel_ok, int has_h2d, unsigned chunks);
 /* Submit c's copies for a stream.  owner: the calling thread owns the
  * per-thread stream (else another thread's per-thread stream goes through the
  * side stream).  Nothing is dropped: a refused batch is replayed copy by copy,
- * and the first error the program must see is returned. */
-CUresult cb_engine_submit(const struct cb_copies *c, struct cb_stream_facts *f, int owner);
+ * and the first error the program must see is returned.  *made: the stand-in
+ * recorded for c's markers of timing-free events (rule 15), or NULL; the
+ * caller hands it to event.c with the markers. */
+CUresult cb_engine_submit(const struct cb_copies *c, struct cb_stream_facts *f, int owner, struct cb_standin **made);
 
 #endif /* CUBATCH_ENGINE_H */

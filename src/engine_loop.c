@@ -62,10 +62,27 @@ static CUresult record_marker(const struct cb_marker *m, CUstream stream)
     }
 }
 
-CUresult cb_loop_engine_markers(const struct cb_copies *c, CUstream stream)
+CUresult cb_loop_engine_markers(const struct cb_copies *c, CUstream stream, CUevent *standin)
 {
+    if (*standin) {
+        /* rule 15: recorded once, as the first marker that may stand on it was
+         * (entry point and stream), in place of all of them */
+        CUresult rc = CUDA_ERROR_INVALID_VALUE;
+        for (size_t i = 0; i < c->nmarks; i++) {
+            if (!c->marks[i].stands)
+                continue;
+            struct cb_marker m = c->marks[i];
+            m.ev = *standin;
+            rc = record_marker(&m, stream ? stream : m.stream);
+            break;
+        }
+        if (rc != CUDA_SUCCESS)
+            *standin = NULL; /* each marker records its own event: their errors are the program's */
+    }
     CUresult first = CUDA_SUCCESS;
     for (size_t i = 0; i < c->nmarks; i++) {
+        if (*standin && c->marks[i].stands)
+            continue;
         CUresult rc = record_marker(&c->marks[i], stream ? stream : c->marks[i].stream);
         first = cb_first_error(first, rc);
     }

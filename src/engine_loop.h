@@ -12,7 +12,9 @@ CUresult cb_issue_copy(int hook, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
 CUresult cb_loop_engine_submit(const struct cb_copies *c, size_t off, size_t n, CUstream stream);
 /* The run's markers (event records), in record order, each on `stream` (NULL:
  * the program's own stream argument, through its own entry point); the first
- * error. */
-CUresult cb_loop_engine_markers(const struct cb_copies *c, CUstream stream);
+ * error.  With *standin (rule 15), that event is recorded once in place of
+ * every marker that may stand on it; *standin is cleared when that record
+ * failed (then every marker was recorded itself). */
+CUresult cb_loop_engine_markers(const struct cb_copies *c, CUstream stream, CUevent *standin);
 
 #endif /* CUBATCH_ENGINE_LOOP_H */

@@ -60,8 +60,9 @@ CUresult cb_flush_run(struct cb_run *run, enum cb_flush_why why)
         if (run->facts.legacy)
             CB_COUNT(legacy_runs);
         cb_nvtx_flush(why); /* the reason, for a profiler's range and marker (nvtx.c) */
-        rc = cb_engine_submit(&run->q, &run->facts, owner);
-        cb_run_clear(run);
+        struct cb_standin *standin = NULL;
+        rc = cb_engine_submit(&run->q, &run->facts, owner, &standin);
+        cb_run_clear(run, standin);
     }
     /* A measured segment ends with the submission of its copies, a passed-
      * through one with its burst (choose.c). */

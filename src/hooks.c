@@ -40,7 +40,8 @@
         CB_ENTER(name);                               \
         CB_IN(name);                                  \
         struct cb_ctx_fate st = {NULL, 0, -1};        \
-        (void)st;                                     \
+        struct cb_answer an = {NULL, NULL, 0};        \
+        (void)st, (void)an;                           \
         CUresult fe = before;                         \
         CUresult rc = CB_FORWARD(name, args);         \
         after;                                        \
@@ -55,7 +56,17 @@ static CUresult cb_flush_two(CUstream a, CUstream b, int ptsz)
     return cb_first_error(fe, cb_flush_stream(b, ptsz, CB_WHY_flush_stream));
 }
 
-static inline CUresult cb_flush_wait_args(int ptsz, CUstream s, CUevent e) { return cb_flush_wait(s, ptsz, e); }
+static inline CUresult cb_flush_wait_args(int ptsz, struct cb_answer *an, CUstream s, CUevent *e, unsigned int flags)
+{
+    return cb_flush_wait(s, ptsz, e, flags, an);
+}
+/* A context-wide record or wait of an event: every run first, then the event
+ * gets a record of its own if it stands on a stand-in (rule 15). */
+static inline CUresult cb_ctx_event_before(CUevent e)
+{
+    CUresult fe = cb_flush_all(CB_WHY_flush_context);
+    return cb_first_error(fe, cb_event_observe(e, NULL));
+}
 
 #define CB_FLUSH_ARG(aarg, ptsz) cb_flush_stream(CB_EXPAND aarg, ptsz, CB_WHY_flush_stream)
 #define CB_WRAP_STREAM(name, ptsz, aarg, params, args) \
@@ -143,14 +154,20 @@ static CUresult cb_alloc_before(int flush) { return flush ? cb_free_before(0, 0)
     }
 #define CB_WRAP_EVENT(name, ptsz, aarg, params, args) \
     CB_WRAPPER(name, params, args, cb_event_observe(CB_EXPAND aarg), (void)0)
+/* A query or synchronize: forwarded with the stand-in's event when the event
+ * stands on one (rule 15; aarg: the address of the event parameter). */
+#define CB_WRAP_EVENT_ASK(name, ptsz, aarg, params, args) \
+    CB_WRAPPER(name, params, args, cb_event_ask(CB_EXPAND aarg, &an), cb_event_answered(&an, rc))
 #define CB_WRAP_EVENT_FORGET(name, ptsz, aarg, params, args) \
-    CB_WRAPPER(name, params, args, cb_event_observe(CB_EXPAND aarg, NULL), cb_event_forget(CB_EXPAND aarg, rc))
+    CB_WRAPPER(name, params, args, cb_event_flush_holder(CB_EXPAND aarg), cb_event_forget(CB_EXPAND aarg, rc))
+#define CB_WRAP_CTX_EVENT(name, ptsz, aarg, params, args) \
+    CB_WRAPPER(name, params, args, cb_ctx_event_before(CB_EXPAND aarg), (void)0)
 #define CB_WRAP_EVENT_CREATE(name, ptsz, aarg, params, args) \
     CB_WRAPPER(name, params, args, CUDA_SUCCESS, cb_event_created(CB_EXPAND aarg, rc))
 #define CB_WRAP_EVENT_FOREIGN(name, ptsz, aarg, params, args) \
     CB_WRAPPER(name, params, args, CUDA_SUCCESS, cb_event_foreign(CB_EXPAND aarg, rc))
 #define CB_WRAP_WAIT(name, ptsz, aarg, params, args) \
-    CB_WRAPPER(name, params, args, cb_flush_wait_args(ptsz, CB_EXPAND aarg), (void)0)
+    CB_WRAPPER(name, params, args, cb_flush_wait_args(ptsz, &an, CB_EXPAND aarg), cb_event_answered(&an, rc))
 /* A graph's size is not known: it counts as filling the GPU (smwork.c). */
 #define CB_GRAPH_NOTE(ptsz, s) cb_smwork_launch(s, ptsz, NULL, 0, 0, 0)
 #define CB_WRAP_GRAPH_LAUNCH(name, ptsz, aarg, params, args)                          \

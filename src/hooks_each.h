@@ -149,6 +149,14 @@
 #define CB_ACT_EVENT(name, ptsz, action, aarg, params, args)
 #endif
 
+#if defined(CB_ON_EVENT_ASK)
+#define CB_ACT_EVENT_ASK CB_ON_EVENT_ASK
+#elif defined(CB_ON_OTHER)
+#define CB_ACT_EVENT_ASK CB_ON_OTHER
+#else
+#define CB_ACT_EVENT_ASK(name, ptsz, action, aarg, params, args)
+#endif
+
 #if defined(CB_ON_EVENT_FORGET)
 #define CB_ACT_EVENT_FORGET CB_ON_EVENT_FORGET
 #elif defined(CB_ON_OTHER)
@@ -171,6 +179,14 @@
 #define CB_ACT_EVENT_FOREIGN CB_ON_OTHER
 #else
 #define CB_ACT_EVENT_FOREIGN(name, ptsz, action, aarg, params, args)
+#endif
+
+#if defined(CB_ON_CTX_EVENT)
+#define CB_ACT_CTX_EVENT CB_ON_CTX_EVENT
+#elif defined(CB_ON_OTHER)
+#define CB_ACT_CTX_EVENT CB_ON_OTHER
+#else
+#define CB_ACT_CTX_EVENT(name, ptsz, action, aarg, params, args)
 #endif
 
 #if defined(CB_ON_WAIT)
@@ -218,7 +234,9 @@
 #undef CB_ACT_RESOLVER
 #undef CB_ACT_MARKER
 #undef CB_ACT_EVENT
+#undef CB_ACT_EVENT_ASK
 #undef CB_ACT_EVENT_FORGET
+#undef CB_ACT_CTX_EVENT
 #undef CB_ACT_EVENT_CREATE
 #undef CB_ACT_EVENT_FOREIGN
 #undef CB_ACT_WAIT
@@ -241,7 +259,9 @@
 #undef CB_ON_RESOLVER
 #undef CB_ON_MARKER
 #undef CB_ON_EVENT
+#undef CB_ON_EVENT_ASK
 #undef CB_ON_EVENT_FORGET
+#undef CB_ON_CTX_EVENT
 #undef CB_ON_EVENT_CREATE
 #undef CB_ON_EVENT_FOREIGN
 #undef CB_ON_WAIT

@@ -199,7 +199,20 @@ void cb_life_watch_thread(void); /* this thread owns a per-thread-stream run */
  * made and the wrapper forwards it.  Returns an earlier error to report. */
 CUresult cb_marker_record(int hook, int ptsz, CUevent e, CUstream s, unsigned int flags, int *queued);
 CUresult cb_event_observe(CUevent a, CUevent b); /* submit the runs holding a's and b's (may be NULL) records */
-CUresult cb_flush_wait(CUstream s, int ptsz, CUevent e); /* WAIT rows */
+CUresult cb_event_flush_holder(CUevent e);       /* EVENT_FORGET rows: the run holding e's record goes out */
+/* A query, synchronize or wait answered from a stand-in (rule 15): the event
+ * the program named, the stand-in held for the call, and whether the call's
+ * success shows the stand-in complete. */
+struct cb_answer {
+    CUevent asked;
+    struct cb_standin *standin;
+    int success_settles;
+};
+/* EVENT_ASK rows: *e is the event the call will be forwarded with (the stand-in's when linked). */
+CUresult cb_event_ask(CUevent *e, struct cb_answer *an);
+void cb_event_answered(struct cb_answer *an, CUresult rc); /* after the call: the hold ends */
+/* WAIT rows; *e as for cb_event_ask. */
+CUresult cb_flush_wait(CUstream s, int ptsz, CUevent *e, unsigned int flags, struct cb_answer *an);
 CUresult cb_flush_graph_launch(CUstream s, int ptsz);    /* GRAPH_LAUNCH rows */
 CUresult cb_flush_launch_config(const CUlaunchConfig *cfg, int ptsz); /* LAUNCH_CONFIG rows */
 void cb_event_created(CUevent *ph, unsigned int flags, CUresult rc); /* after cuEventCreate */

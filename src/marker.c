@@ -28,6 +28,8 @@
  * copies), events cubatch did not see created, and events of another context
  * than the stream's (the driver refuses those: it must say so at the call). */
 #include "run.h"
+#include "capture.h"
+#include "ptds.h"
 #include "stats.h"
 
 /* The run holding e's latest record goes out (no run lock held).  The holder
@@ -50,8 +52,10 @@ static CUresult flush_holder(CUevent e)
 CUresult cb_marker_record(int hook, int ptsz, CUevent e, CUstream s, unsigned int flags, int *queued)
 {
     *queued = 0;
-    if (cb_runs_locked_here() || !cb_runs_active())
+    if (cb_runs_locked_here() || !cb_runs_active()) {
+        cb_event_unlink(e); /* rule 15: its new record answers from here on */
         return CUDA_SUCCESS; /* nothing is queued anywhere: it goes out as it came */
+    }
     enum cb_stream_kind sk = cb_stream_kind(s, ptsz);
     CUcontext cur = NULL;
     if (sk != CB_SK_CREATED && (!cb_drv.cuCtxGetCurrent || cb_drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS))
@@ -69,7 +73,7 @@ CUresult cb_marker_record(int hook, int ptsz, CUevent e, CUstream s, unsigned in
             int defer = run && run->q.n > 0 && ev->ctx == run->facts.ctx &&
                         (sk == CB_SK_CREATED || cur == run->facts.ctx);
             int held_elsewhere = 0;
-            struct cb_marker m = {e, s, flags, (unsigned char)hook};
+            struct cb_marker m = {e, s, flags, (unsigned char)hook, ev->flags == CU_EVENT_DISABLE_TIMING};
             if (defer && !cb_run_mark(run, &m)) {
                 if (!cb_event_claim(e, run)) {
                     cb_run_set_active(run);
@@ -94,24 +98,112 @@ CUresult cb_marker_record(int hook, int ptsz, CUevent e, CUstream s, unsigned in
      * copy): an older record of the event goes first, then the stream's run.
      * A record that could have been queued does not end the burst either, so
      * that copy, record, copy, record... still batches. */
-    if (ev)
+    if (ev) {
         rc = cb_first_error(rc, flush_holder(e));
+        cb_event_unlink(e); /* recorded again now: its own record answers from here on */
+    }
     return cb_first_error(rc, cb_flush_stream(s, ptsz, safe ? CB_WHY_flush_wait : CB_WHY_flush_stream));
+}
+
+/* Rule 15: e, linked to stand-in si (held), gets a latest record of its own
+ * that completes when si does, for a call that cannot be answered from si: it
+ * keeps the event (a graph node), names it beside another (an elapsed time) or
+ * waits for it in a capture, where an event recorded outside the capture is
+ * refused and one never recorded is not.  It is recorded on the context's side
+ * stream after a wait for si.  may_settle (a graph launch, which only waits for
+ * the latest records of the events its nodes name): a complete stand-in needs
+ * no record, since a timing-free event whose latest record completed is waited
+ * for as one never recorded.  The hold ends, and the link with it when e has
+ * its record.  1: it has. */
+static int record_late(CUevent e, struct cb_standin *si, int may_settle)
+{
+    int settled = 0;
+    if (may_settle) {
+        cb_capture_lock(); /* the query and the question whether it may be made: one step (rule 13) */
+        if (cb_capture_may_load() && cb_drv.cuEventQuery(si->ev) == CUDA_SUCCESS)
+            settled = 1;
+        cb_capture_unlock();
+    }
+    struct cb_ctx_guard g;
+    CUstream side = NULL;
+    if (!settled && si->ctx && cb_ctx_enter(si->ctx, &g) == CUDA_SUCCESS) {
+        settled = cb_ctx_side_stream(si->ctx, &side) == CUDA_SUCCESS &&
+                  cb_drv.cuStreamWaitEvent(side, si->ev, 0) == CUDA_SUCCESS &&
+                  cb_drv.cuEventRecord(e, side) == CUDA_SUCCESS;
+        cb_ctx_leave(&g);
+        if (settled)
+            CB_COUNT(merged_late);
+    }
+    if (!settled)
+        cb_log(CB_LOG_WARN, "event %p: cannot record it after its run's record; it is answered from that record", (void *)e);
+    cb_event_unhold(e, si, settled);
+    return settled;
+}
+
+static void observe_linked(CUevent e)
+{
+    struct cb_standin *si = e ? cb_event_hold(e) : NULL;
+    if (si)
+        record_late(e, si, 0);
+}
+
+CUresult cb_event_flush_holder(CUevent e)
+{
+    if (cb_runs_locked_here() || !cb_runs_marked())
+        return CUDA_SUCCESS;
+    return flush_holder(e);
 }
 
 CUresult cb_event_observe(CUevent a, CUevent b)
 {
-    if (cb_runs_locked_here() || !cb_runs_marked())
+    if (cb_runs_locked_here())
         return CUDA_SUCCESS;
-    CUresult rc = flush_holder(a);
-    if (b)
-        rc = cb_first_error(rc, flush_holder(b));
+    CUresult rc = CUDA_SUCCESS;
+    if (cb_runs_marked()) {
+        rc = flush_holder(a);
+        if (b)
+            rc = cb_first_error(rc, flush_holder(b));
+    }
+    observe_linked(a);
+    observe_linked(b);
     return rc;
 }
 
-CUresult cb_flush_wait(CUstream s, int ptsz, CUevent e)
+/* Rule 15: a query, synchronize or wait of a linked event is the same call on
+ * its stand-in, whose latest record completes exactly when the event's would
+ * have. */
+static void answer_from_standin(CUevent *e, struct cb_answer *an)
 {
-    CUresult rc = cb_event_observe(e, NULL);
+    an->asked = *e;
+    an->standin = cb_runs_locked_here() ? NULL : cb_event_hold(*e);
+    if (an->standin)
+        *e = an->standin->ev;
+}
+
+CUresult cb_event_ask(CUevent *e, struct cb_answer *an)
+{
+    CUresult rc = cb_event_flush_holder(*e); /* the run holding its record goes out */
+    answer_from_standin(e, an);
+    an->success_settles = 1;
+    return rc;
+}
+
+void cb_event_answered(struct cb_answer *an, CUresult rc)
+{
+    if (an->standin)
+        cb_event_unhold(an->asked, an->standin, an->success_settles && rc == CUDA_SUCCESS);
+    an->standin = NULL;
+}
+
+CUresult cb_flush_wait(CUstream s, int ptsz, CUevent *e, unsigned int flags, struct cb_answer *an)
+{
+    CUresult rc = cb_event_flush_holder(*e);
+    an->standin = NULL;
+    an->success_settles = 0; /* an enqueued wait says nothing about completion */
+    if (cb_captures_active() || (flags & CU_EVENT_WAIT_EXTERNAL))
+        observe_linked(*e); /* a captured wait keeps the event in the graph: its own record */
+    else
+        answer_from_standin(e, an);
     return cb_first_error(rc, cb_flush_stream(s, ptsz, CB_WHY_flush_wait));
 }
 
@@ -129,19 +221,34 @@ CUresult cb_flush_graph_launch(CUstream s, int ptsz)
         }
         cb_store_unlock();
     }
+    /* rule 15: a graph may wait for any event, and keeps the handle */
+    while (!cb_runs_locked_here() && atomic_load_explicit(&cb_events_linked, memory_order_relaxed) > 0) {
+        CUevent evs[64];
+        struct cb_standin *sis[64];
+        size_t n = cb_events_hold_linked(evs, sis, 64);
+        size_t settled = 0;
+        for (size_t i = 0; i < n; i++)
+            settled += record_late(evs[i], sis[i], 1);
+        if (settled < n || n < 64)
+            break; /* every link ended, or one cannot: not forever */
+    }
     return cb_first_error(rc, cb_flush_stream(s, ptsz, CB_WHY_flush_stream));
 }
 
 CUresult cb_flush_launch_config(const CUlaunchConfig *cfg, int ptsz)
 {
     CUresult rc = CUDA_SUCCESS;
-    if (cfg && cfg->attrs && !cb_runs_locked_here() && cb_runs_marked()) {
+    if (cfg && cfg->attrs && !cb_runs_locked_here() &&
+        (cb_runs_marked() || atomic_load_explicit(&cb_events_linked, memory_order_relaxed))) {
         for (unsigned int i = 0; i < cfg->numAttrs; i++) {
             const CUlaunchAttribute *a = &cfg->attrs[i];
-            if (a->id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT)
-                rc = cb_first_error(rc, flush_holder(a->value.programmaticEvent.event));
-            else if (a->id == CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT)
-                rc = cb_first_error(rc, flush_holder(a->value.launchCompletionEvent.event));
+            CUevent e = a->id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT ? a->value.programmaticEvent.event
+                        : a->id == CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT ? a->value.launchCompletionEvent.event
+                                                                                : NULL;
+            if (e) {
+                rc = cb_first_error(rc, flush_holder(e));
+                cb_event_unlink(e); /* the launch records it */
+            }
         }
     }
     return cb_first_error(rc, cb_flush_stream(cfg ? cfg->hStream : NULL, ptsz, CB_WHY_flush_stream));

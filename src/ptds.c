@@ -72,8 +72,7 @@ static struct cb_ctxstate *ctx_state(CUcontext ctx)
     return c;
 }
 
-/* ctx must be current. */
-static CUevent event_get(CUcontext ctx)
+CUevent cb_ctx_event_get(CUcontext ctx)
 {
     pthread_mutex_lock(&cb_ctxs_mu);
     struct cb_ctxstate *c = ctx_state(ctx);
@@ -86,7 +85,7 @@ static CUevent event_get(CUcontext ctx)
     return e;
 }
 
-static void event_put(CUcontext ctx, CUevent e)
+void cb_ctx_event_put(CUcontext ctx, CUevent e)
 {
     if (!e)
         return;
@@ -107,7 +106,7 @@ static void event_put(CUcontext ctx, CUevent e)
 
 CUresult cb_fence_open(struct cb_stream_facts *f)
 {
-    f->fence.ev_start = event_get(f->ctx);
+    f->fence.ev_start = cb_ctx_event_get(f->ctx);
     if (!f->fence.ev_start)
         return CUDA_ERROR_OUT_OF_MEMORY;
     CUresult rc = cb_fence_rerecord(f);
@@ -125,7 +124,7 @@ void cb_fence_release(struct cb_stream_facts *f)
 {
     if (!f->fence.ev_start)
         return;
-    event_put(f->ctx, f->fence.ev_start);
+    cb_ctx_event_put(f->ctx, f->fence.ev_start);
     f->fence.ev_start = NULL;
 }
 
@@ -147,7 +146,7 @@ CUresult cb_fence_legacy_join(struct cb_stream_facts *f)
     CUresult rc = join_in(f, CU_STREAM_LEGACY);
     f->fence.legacy_joined = rc == CUDA_SUCCESS;
     if (f->orphan && f->fence.legacy_joined) { /* no owner will ever join */
-        event_put(f->ctx, f->fence.ev_join);
+        cb_ctx_event_put(f->ctx, f->fence.ev_join);
         f->fence.ev_join = NULL;
     }
     return rc;
@@ -158,13 +157,12 @@ CUresult cb_fence_owner_join(struct cb_stream_facts *f)
     if (!f->fence.ev_join)
         return CUDA_SUCCESS;
     CUresult rc = join_in(f, CU_STREAM_PER_THREAD);
-    event_put(f->ctx, f->fence.ev_join);
+    cb_ctx_event_put(f->ctx, f->fence.ev_join);
     f->fence.ev_join = NULL;
     return rc;
 }
 
-/* The context's side stream, created on first use (ctx current). */
-static CUresult side_stream(CUcontext ctx, CUstream *out)
+CUresult cb_ctx_side_stream(CUcontext ctx, CUstream *out)
 {
     pthread_mutex_lock(&cb_ctxs_mu);
     struct cb_ctxstate *c = ctx_state(ctx);
@@ -182,7 +180,7 @@ CUresult cb_side_begin(struct cb_stream_facts *f, CUstream *side, struct cb_ctx_
     CUresult rc = cb_ctx_enter(f->ctx, g);
     if (rc != CUDA_SUCCESS)
         return rc;
-    if ((rc = side_stream(f->ctx, side)) != CUDA_SUCCESS) {
+    if ((rc = cb_ctx_side_stream(f->ctx, side)) != CUDA_SUCCESS) {
         *side = NULL;
         cb_ctx_leave(g);
         return rc;
@@ -193,14 +191,14 @@ CUresult cb_side_begin(struct cb_stream_facts *f, CUstream *side, struct cb_ctx_
 /* `from` waits for everything submitted to `to` so far (ctx current). */
 static CUresult order_after(CUcontext ctx, CUstream to, CUstream from)
 {
-    CUevent e = event_get(ctx);
+    CUevent e = cb_ctx_event_get(ctx);
     if (!e)
         return CUDA_ERROR_OUT_OF_MEMORY;
     CUresult rc = cb_drv.cuEventRecord(e, from);
     if (rc == CUDA_SUCCESS)
         rc = cb_drv.cuStreamWaitEvent(to, e, 0);
     /* a wait already enqueued keeps the state the event had: it may be reused */
-    event_put(ctx, e);
+    cb_ctx_event_put(ctx, e);
     return rc;
 }
 
@@ -208,7 +206,7 @@ CUresult cb_side_legacy_begin(const struct cb_stream_facts *f, CUstream *side)
 {
     CUstream s = NULL;
     *side = NULL;
-    CUresult rc = side_stream(f->ctx, &s);
+    CUresult rc = cb_ctx_side_stream(f->ctx, &s);
     if (rc == CUDA_SUCCESS)
         rc = order_after(f->ctx, s, CU_STREAM_LEGACY);
     if (rc == CUDA_SUCCESS)
@@ -223,11 +221,11 @@ CUresult cb_side_legacy_end(const struct cb_stream_facts *f, CUstream side)
 
 CUresult cb_side_end(struct cb_stream_facts *f, CUstream side, CUresult begun, struct cb_ctx_guard *g)
 {
-    CUevent done = event_get(f->ctx);
+    CUevent done = cb_ctx_event_get(f->ctx);
     CUresult rc = !done ? CUDA_ERROR_OUT_OF_MEMORY : begun != CUDA_SUCCESS ? begun : cb_drv.cuEventRecord(done, side);
     cb_fence_release(f);
     if (f->fence.ev_join) /* an earlier side submission the owner never joined: the new one follows it */
-        event_put(f->ctx, f->fence.ev_join);
+        cb_ctx_event_put(f->ctx, f->fence.ev_join);
     /* The legacy stream must not start its next work before these copies (the
      * owner's stream is blocking): cb_fence_legacy_join makes it wait, right
      * before the next legacy-ordered call.  Not now: a wait on the legacy stream

@@ -9,6 +9,13 @@
 struct cb_ctx_guard { int pushed; };
 CUresult cb_ctx_enter(CUcontext ctx, struct cb_ctx_guard *g);
 void cb_ctx_leave(struct cb_ctx_guard *g);
+/* The context's pool of cubatch events (created with CU_EVENT_DISABLE_TIMING):
+ * get (ctx current; NULL when none can be made), and put back one no call
+ * will name again (a wait already enqueued on it keeps its state). */
+CUevent cb_ctx_event_get(CUcontext ctx);
+void cb_ctx_event_put(CUcontext ctx, CUevent e);
+/* The context's non-blocking side stream, created on first use (ctx current). */
+CUresult cb_ctx_side_stream(CUcontext ctx, CUstream *out);
 /* The owner opens a run: record ev_start on its per-thread stream. */
 CUresult cb_fence_open(struct cb_stream_facts *f);
 /* The run went out on the owner's stream (or never opened): give ev_start back. */

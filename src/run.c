@@ -140,7 +140,7 @@ void cb_run_set_active(struct cb_run *run)
 void cb_run_remove(struct cb_run *run)
 {
     run->q.n = 0;
-    cb_run_clear(run);
+    cb_run_clear(run, NULL);
     run->pending = CUDA_SUCCESS;
     run->pace.warm = 0;
     run->facts.fence.ev_join = NULL;
@@ -240,10 +240,10 @@ struct cb_run *cb_run_lock_key(const struct cb_run_key *key, int create, int *cr
     return run;
 }
 
-void cb_run_clear(struct cb_run *run)
+void cb_run_clear(struct cb_run *run, struct cb_standin *standin)
 {
     run->q.n = 0;
-    cb_event_markers_gone(&run->q, run);
+    cb_event_markers_gone(&run->q, run, standin);
     run->q.nmarks = 0;
     run->writes.n = 0;
     run->reads.n = 0;

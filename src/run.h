@@ -141,7 +141,7 @@ static inline int cb_run_hazard(const struct cb_run *run, const struct cb_copy_r
 /* Queue an event record after the copies queued so far (rule 11; marker.c);
  * -1 out of memory (nothing queued). */
 int cb_run_mark(struct cb_run *run, const struct cb_marker *m);
-void cb_run_clear(struct cb_run *run);      /* after a submission */
+void cb_run_clear(struct cb_run *run, struct cb_standin *standin); /* after a submission (standin: engine.c's, or NULL) */
 /* What the measured choice gave the copies queued from now on (choose.c). */
 static inline void cb_run_set_arm(struct cb_run *run, enum cb_arm arm) { run->q.arm = (unsigned char)arm; }
 void cb_run_set_active(struct cb_run *run); /* after any change of q.n, pending, fences */

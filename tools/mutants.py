@@ -46,7 +46,7 @@ MUTANTS = {
                                              "    if ((f->destroys && rc == CUDA_SUCCESS) || context_gone(f) || 1) {", "rule 6 (forget only what goes)"),
     "row-deleted": ("src/hooks.def", "CB_HOOK(cuLaunchHostFunc, 0, STREAM, (hStream),\n        (CUstream hStream, CUhostFn fn, void *userData),\n        (hStream, fn, userData))\n",
                     "", "rule 6 (completeness)"),
-    "ctx-record-event-not-hooked": ("src/hooks.def", "CB_HOOK(cuCtxRecordEvent, 0, CONTEXT, (),\n        (CUcontext hCtx, CUevent hEvent),\n        (hCtx, hEvent))\n",
+    "ctx-record-event-not-hooked": ("src/hooks.def", "CB_HOOK(cuCtxRecordEvent, 0, CTX_EVENT, (hEvent),\n        (CUcontext hCtx, CUevent hEvent),\n        (hCtx, hEvent))\n",
                                     "", "rule 6 (completeness)"),
     "stream-row-made-context": ("src/hooks.def", "CB_HOOK(cuStreamQuery, 0, STREAM, (hStream),", "CB_HOOK(cuStreamQuery, 0, CONTEXT, (),", "rule 6 (exact scope)"),
     "context-row-made-stream": ("src/hooks.def", "CB_HOOK(cuMemsetD8_v2, 0, CONTEXT, (),", "CB_HOOK(cuMemsetD8_v2, 0, STREAM, (NULL),", "rule 6 (exact scope)"),
@@ -135,6 +135,15 @@ MUTANTS = {
                             "section 5 (a losing arm is tried again)"),
     "context-flush-skips-a-stream": ("src/flush.c", "        if (!run->active || !matches(run, which)) {",
                                      "        if (!run->active || !matches(run, which) || !run->hh.next) {", "rule 6 (every run, every stream)"),
+    "merged-event-not-answered": ("src/marker.c", "    if (an->standin)\n        *e = an->standin->ev;", "    if (0)\n        *e = an->standin->ev;",
+                                  "rule 15 (answered from the stand-in)"),
+    "merged-event-kept-on-rerecord": ("src/marker.c", "        cb_event_unlink(e); /* recorded again now", "        (void)e; /* recorded again now",
+                                      "rule 15 (a new record ends the link)"),
+    "merged-event-never-recorded-late": ("src/marker.c", "        record_late(e, si, 0);", "        cb_event_unhold(e, si, 1);",
+                                         "rule 15 (a call that keeps the event gets its own record)"),
+    "graph-launch-leaves-merged-events": ("src/marker.c", "    while (!cb_runs_locked_here() && atomic_load_explicit(&cb_events_linked",
+                                          "    while (0 && atomic_load_explicit(&cb_events_linked", "rule 15 (a graph may wait for any event)"),
+    "timing-events-merged": ("src/marker.c", "ev->flags == CU_EVENT_DISABLE_TIMING};", "1};", "rule 15 (timing events keep their records)"),
 }
 
 def sh(cmd):

@@ -1381,10 +1381,60 @@ START_TEST(markers_of_other_threads_and_the_legacy_stream)
     STAT_EQ(p.shim, "markers", 63);
     STAT_GE(p.shim, "legacy_runs", 1);
     pair_free(&p);
-    /* the timer submits the markers with the copies */
+    /* the timer submits the markers with the copies: one record for the 63
+     * markers of timing-free events (rule 15), or each its own */
     p = both("marker_timer", NULL);
-    ck_assert_int_eq(num_of(&p.shim, "records_after_cpu_work: "), 64);
+    ck_assert_int_eq(num_of(&p.shim, "records_after_cpu_work: "), 2);
+    STAT_EQ(p.shim, "merged_records", 1);
     STAT_EQ(p.shim, "flush_timer", 1);
+    pair_free(&p);
+    const char *unmerged[] = {"CUBATCH_MERGE_RECORDS=0", NULL};
+    p = both("marker_timer", unmerged);
+    ck_assert_int_eq(num_of(&p.shim, "records_after_cpu_work: "), 64);
+    STAT_EQ(p.shim, "merged_records", 0);
+    pair_free(&p);
+}
+END_TEST
+
+/* Rule 15: one record answers for a run's markers of timing-free events.  The
+ * second call names an event the driver never saw recorded: answered from the
+ * stand-in, or the event recorded after it, the bytes and return codes are the
+ * plain program's (probe.c, merged_setup). */
+START_TEST(one_record_answers_for_a_runs_timing_free_events)
+{
+    const char *const answered[] = {"merged_sync", "merged_query", "merged_wait", "merged_rerecord",
+                                    "merged_destroy", "merged_graph_launch", NULL};
+    for (int i = 0; answered[i]; i++) {
+        struct pair p = both(answered[i], NULL);
+        STAT_EQ(p.shim, "markers", 63);
+        STAT_EQ(p.shim, "markers_merged", 63);
+        STAT_EQ(p.shim, "merged_records", 1);
+        STAT_EQ(p.shim, "merged_late", 0);
+        /* the record after the first copy, the stand-in's, and any the scenario made itself */
+        ck_assert_int_le(num_of(&p.shim, "records_in_all: "), num_of(&p.plain, "records_in_all: ") - 61);
+        pair_free(&p);
+    }
+    /* a graph launch settles every merged event first: the stand-in found complete */
+    struct pair p = both("merged_graph_launch", NULL);
+    LOG_BEFORE(p.shim, "cuEventQuery", "cuGraphLaunch");
+    pair_free(&p);
+    const struct { const char *scenario; long late; } recorded[] = {
+        {"merged_graph_node", 1}, {"merged_elapsed", 2}, {"merged_capture_wait", 1}};
+    for (size_t i = 0; i < sizeof recorded / sizeof recorded[0]; i++) {
+        p = both(recorded[i].scenario, NULL);
+        STAT_EQ(p.shim, "merged_records", 1);
+        STAT_EQ(p.shim, "merged_late", recorded[i].late);
+        pair_free(&p);
+    }
+    const char *unmerged[] = {"CUBATCH_MERGE_RECORDS=0", NULL};
+    p = both("merged_sync", unmerged);
+    STAT_EQ(p.shim, "markers", 63);
+    STAT_EQ(p.shim, "merged_records", 0);
+    ck_assert_int_eq(num_of(&p.shim, "records_in_all: "), 64);
+    pair_free(&p);
+    /* events that keep timing keep their own records */
+    p = both("marker_elapsed_end", NULL);
+    STAT_EQ(p.shim, "merged_records", 0);
     pair_free(&p);
 }
 END_TEST
@@ -1794,6 +1844,7 @@ int main(void)
         {"interposition", {every_path_reaches_the_right_wrapper}},
         {"markers", {records_join_the_run, every_observer_submits_the_marker,
                      markers_of_other_threads_and_the_legacy_stream, records_others_may_see_pass_through,
+                     one_record_answers_for_a_runs_timing_free_events,
                      jax_host_to_device_stream_batches, set_enabled_flushes_then_passes_through,
                      program_flush_submits_at_the_call}},
         {"kernel_engine", {kernel_runs_the_runs, kernel_keeps_every_rule, kernel_batches_the_legacy_stream,

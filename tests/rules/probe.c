@@ -1991,13 +1991,151 @@ static void sc_marker_timer(void)
     int sim = dlsym(RTLD_DEFAULT, "cusim_count") != NULL; /* a GPU: time really passes */
     if (!sim)
         pass_time_us(2000);
-    for (int k = 0; sim && shim_present() && k < 10000 && sim_count("cuEventRecord") < MK; k++) {
+    /* until the timer submits the run: its markers reach the driver (one record
+     * in place of all of them unless CUBATCH_MERGE_RECORDS=0, rule 15) */
+    for (int k = 0; sim && shim_present() && k < 10000 && sim_count("cuEventRecord") < 2; k++) {
         pass_time_us(10);
         poll(NULL, 0, 1);
     }
     printf("records_after_cpu_work: %lu\n", sim_count("cuEventRecord"));
     CK(cuEventSynchronize(m.ev[MK - 1]));
     marker_check(&m, "after cuEventSynchronize");
+}
+
+/* Rule 15: the run's 63 markers of timing-free events go out as one record of
+ * a stand-in when another stream's wait (which runs nothing here) submits the
+ * run; then a second call names another of those events, which the driver
+ * never saw recorded: it must be answered as if it had been. */
+static void merged_setup(struct marker_setup *m)
+{
+    marker_setup(m, CU_EVENT_DISABLE_TIMING, 1);
+    CK(cuStreamWaitEvent(m->s2, m->ev[MK - 1], 0));
+}
+static void merged_done(struct marker_setup *m)
+{
+    CK(cuStreamSynchronize(m->s1));
+    marker_check(m, "after the stream sync");
+    printf("records_in_all: %lu\n", sim_count("cuEventRecord"));
+}
+
+static void sc_merged_sync(void)
+{
+    struct marker_setup m;
+    merged_setup(&m);
+    CK(cuEventSynchronize(m.ev[MK / 2]));
+    expect("after cuEventSynchronize of a merged event", m.out, m.src, (MK / 2 + 1) * SZ);
+    merged_done(&m);
+}
+
+static void sc_merged_query(void)
+{
+    struct marker_setup m;
+    merged_setup(&m);
+    CUresult q;
+    while ((q = cuEventQuery(m.ev[MK / 2])) == CUDA_ERROR_NOT_READY)
+        ;
+    printf("rc: query %d\n", (int)q);
+    expect("after cuEventQuery of a merged event", m.out, m.src, (MK / 2 + 1) * SZ);
+    merged_done(&m);
+}
+
+static void sc_merged_wait(void)
+{
+    struct marker_setup m;
+    merged_setup(&m);
+    CUstream s3 = mkstream(CU_STREAM_NON_BLOCKING);
+    CK(cuStreamWaitEvent(s3, m.ev[MK / 2], 0));
+    CK(cuStreamSynchronize(s3));
+    expect("after a wait for a merged event", m.out, m.src, (MK / 2 + 1) * SZ);
+    merged_done(&m);
+}
+
+/* recorded again after a copy on another stream: it stands for that copy now,
+ * and the other events still for the run */
+static void sc_merged_rerecord(void)
+{
+    unsigned char *src2 = malloc(SZ), *out2 = pinned(SZ);
+    fill(src2, SZ, 57);
+    CUdeviceptr d2 = devfilled(src2, SZ);
+    struct marker_setup m;
+    merged_setup(&m);
+    CUstream s3 = mkstream(CU_STREAM_NON_BLOCKING);
+    CK(cuMemcpyDtoHAsync_v2(out2, d2, SZ, s3));
+    CK(cuEventRecord(m.ev[MK / 2], s3));
+    CK(cuEventSynchronize(m.ev[MK / 2]));
+    expect("the copy the merged event was recorded after again", out2, src2, SZ);
+    CK(cuEventSynchronize(m.ev[MK / 3]));
+    expect("after cuEventSynchronize of another merged event", m.out, m.src, (MK / 3 + 1) * SZ);
+    merged_done(&m);
+    free(src2);
+}
+
+static void sc_merged_destroy(void)
+{
+    struct marker_setup m;
+    merged_setup(&m);
+    CK(cuEventDestroy_v2(m.ev[MK / 2]));
+    CUevent fresh;
+    CK(cuEventCreate(&fresh, CU_EVENT_DISABLE_TIMING)); /* may reuse the handle */
+    printf("rc: fresh_query %d\n", (int)cuEventQuery(fresh));
+    CK(cuEventSynchronize(m.ev[MK / 3]));
+    expect("after cuEventSynchronize of another merged event", m.out, m.src, (MK / 3 + 1) * SZ);
+    merged_done(&m);
+}
+
+/* calls that keep the event or cannot be asked of the stand-in: the event is
+ * recorded for them, after the stand-in */
+static void sc_merged_graph_node(void)
+{
+    struct marker_setup m;
+    merged_setup(&m);
+    CUgraph g;
+    CK(cuGraphCreate(&g, 0));
+    CUgraphNode node;
+    printf("rc: add_event_wait_node %d\n", (int)cuGraphAddEventWaitNode(&node, g, NULL, 0, m.ev[MK / 2]));
+    merged_done(&m);
+}
+
+static void sc_merged_elapsed(void)
+{
+    struct marker_setup m;
+    merged_setup(&m);
+    float ms;
+    printf("rc: elapsed %d\n", (int)cuEventElapsedTime_v2(&ms, m.ev[MK / 2], m.ev[MK / 3]));
+    merged_done(&m);
+}
+
+/* a capture may not wait for an event recorded outside it (it may for one never
+ * recorded): the merged event must be seen recorded */
+static void sc_merged_capture_wait(void)
+{
+    struct marker_setup m;
+    merged_setup(&m);
+    CUstream s3 = mkstream(CU_STREAM_NON_BLOCKING);
+    CK(cuStreamBeginCapture_v2(s3, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    printf("rc: captured_wait %d\n", (int)cuStreamWaitEvent(s3, m.ev[MK / 2], 0));
+    CUgraph g = NULL;
+    printf("rc: end_capture %d\n", (int)cuStreamEndCapture(s3, &g));
+    merged_done(&m);
+}
+
+/* a graph may wait for any event: every merged event is settled first */
+static void sc_merged_graph_launch(void)
+{
+    CUdeviceptr dz = devmem(SZ);
+    CUstream s3 = mkstream(CU_STREAM_NON_BLOCKING);
+    CK(cuStreamBeginCapture_v2(s3, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CK(cuMemsetD8Async(dz, 7, SZ, s3));
+    CUgraph g;
+    CK(cuStreamEndCapture(s3, &g));
+    CUgraphExec ge;
+    CK(cuGraphInstantiateWithFlags(&ge, g, 0));
+    CK(cuStreamSynchronize(s3));
+    struct marker_setup m;
+    merged_setup(&m);
+    CK(cuGraphLaunch(ge, s3));
+    CK(cuStreamSynchronize(s3));
+    merged_done(&m);
 }
 
 /* cubatch_set_enabled (include/cubatch.h), found as a program finds it: 0
@@ -2662,6 +2800,10 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"marker_launch_config", sc_marker_launch_config}, {"marker_graph_launch", sc_marker_graph_launch},
     {"marker_interprocess", sc_marker_interprocess}, {"marker_external", sc_marker_external},
     {"marker_ptds", sc_marker_ptds},   {"marker_legacy", sc_marker_legacy}, {"marker_timer", sc_marker_timer},
+    {"merged_sync", sc_merged_sync},   {"merged_query", sc_merged_query}, {"merged_wait", sc_merged_wait},
+    {"merged_rerecord", sc_merged_rerecord}, {"merged_destroy", sc_merged_destroy},
+    {"merged_graph_node", sc_merged_graph_node}, {"merged_elapsed", sc_merged_elapsed},
+    {"merged_capture_wait", sc_merged_capture_wait}, {"merged_graph_launch", sc_merged_graph_launch},
     {"jax", sc_jax},                   {"set_enabled", sc_set_enabled},
     {"directions", sc_directions},     {"api_flush", sc_api_flush},
     {"err_stream", sc_err_stream},     {"err_wait", sc_err_wait},       {"err_event", sc_err_event},
