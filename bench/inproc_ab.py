@@ -205,6 +205,9 @@ def main():
               f"{statistics.median(sp):.2f} ({min(sp):.2f}–{max(sp):.2f}) | "
               f"{statistics.median(aa):.2f} ({min(aa):.2f}–{max(aa):.2f}) | "
               f"{'–' if not h else f'{100 * b / h:.0f}% of {h}'} |")
+    total = counters()["counters"]
+    keys = ("markers", "markers_merged", "merged_records", "waits_ridden", "waits_met", "flush_wait", "flush_event")
+    print("\ncounters (whole process): " + ", ".join(f"{k} {total.get(k, 0)}" for k in keys))
     ended = counters().get("runs_ended_by", {})
     if ended:
         print("\nruns ended by (whole process): " + ", ".join(f"{k} {v}" for k, v in

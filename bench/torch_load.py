@@ -12,14 +12,15 @@ Python loop of copy_(non_blocking=True), 256 x 4 KiB host to device, and
 _foreach_copy_ of 1024 x 16 KiB host to device; each with the GPU idle too.
 Every pinned tensor is its own allocation, as PyTorch makes them.
 
-Under LD_PRELOAD=libcubatch.so the rounds alternate cubatch on and off inside
-the one process (cubatch_set_enabled), so process-to-process noise cancels:
-on/off is the speedup, and the first two "off" rounds against each other
-give the A/A spread.  Without the preload (or without that symbol) every round
-runs as it is; compare processes then.
+Under LD_PRELOAD=libcubatch.so each round times three variants inside the one
+process in a rotating order, cubatch on, off and off again (off2), through
+cubatch_set_enabled, so process-to-process noise cancels: off/on is the
+speedup and off/off2 the A/A spread, each the median over rounds of the
+per-round ratios (with their minimum and maximum).  Without the preload (or
+without that symbol) every round runs as it is; compare processes then.
 
 Usage: torch_load.py [--rounds 9] [--gemms 8] [--n 8192] [--json]
-Prints one line per case: median ms of on and off rounds and their ratio."""
+Prints one line per case and load."""
 import argparse, ctypes, json, statistics, sys, time
 
 import torch
@@ -99,36 +100,47 @@ def one(run, load):
 
 results = []
 wanted = [c for c in args.cases.split(",") if c]
+variants = ["on", "off", "off2"] if set_enabled else ["on"]
 for name, (run, check) in cases.items():
     if wanted and name not in wanted:
         continue
     for load in [l == "gemm" for l in args.loads.split(",")]:
         for _ in range(3):
             one(run, load)  # warm-up (cuBLAS, the copy kernel module, caches)
-        on, off, gon, goff = [], [], [], []
+        # Each round times the three variants in a rotating order (none always
+        # follows the same one), each the median of 5 repetitions; off2 is off
+        # again, timed apart: off/off2 is the noise floor (A/A).
+        t = {v: [] for v in variants}
+        g = {v: [] for v in variants}
         for r in range(args.rounds):
-            enabled = set_enabled is None or r % 2 == 0
-            if set_enabled:
-                set_enabled(1 if enabled else 0)
-            reps = [one(run, load) for _ in range(5)]
-            t = statistics.median(x[0] for x in reps)
-            g = statistics.median(x[1] for x in reps)
-            (on if enabled else off).append(t)
-            (gon if enabled else goff).append(g)
+            order = variants[r % len(variants):] + variants[:r % len(variants)]
+            for v in order:
+                if set_enabled:
+                    set_enabled(1 if v == "on" else 0)
+                reps = [one(run, load) for _ in range(5)]
+                t[v].append(statistics.median(x[0] for x in reps))
+                g[v].append(statistics.median(x[1] for x in reps))
         if set_enabled:
             set_enabled(1)
         ok = check()
-        row = {"case": name, "load": "gemm" if load else "idle", "on_ms": statistics.median(on),
-               "off_ms": statistics.median(off) if off else None, "gemm_on_ms": statistics.median(gon),
-               "gemm_off_ms": statistics.median(goff) if goff else None, "ok": ok,
-               "aa": (off[0] / off[1]) if len(off) >= 2 else None, "inprocess": set_enabled is not None}
-        row["speedup"] = row["off_ms"] / row["on_ms"] if row["off_ms"] else None
+        med = statistics.median
+        row = {"case": name, "load": "gemm" if load else "idle", "on_ms": med(t["on"]), "ok": ok,
+               "gemm_on_ms": med(g["on"]), "inprocess": set_enabled is not None, "rounds": args.rounds}
+        if set_enabled:
+            sp = [o / n for o, n in zip(t["off"], t["on"])]
+            aa = [o / o2 for o, o2 in zip(t["off"], t["off2"])]
+            row.update({"off_ms": med(t["off"]), "off2_ms": med(t["off2"]), "gemm_off_ms": med(g["off"]),
+                        "speedup": med(sp), "speedup_min": min(sp), "speedup_max": max(sp),
+                        "aa": med(aa), "aa_min": min(aa), "aa_max": max(aa)})
         results.append(row)
         if args.json:
             print(json.dumps(row))
+        elif set_enabled:
+            print(f"{name:22s} {row['load']:5s} on {row['on_ms']:.3f} ms  off {row['off_ms']:.3f} ms  "
+                  f"off/on {row['speedup']:.2f} ({row['speedup_min']:.2f}-{row['speedup_max']:.2f})  "
+                  f"A/A {row['aa']:.2f} ({row['aa_min']:.2f}-{row['aa_max']:.2f})  "
+                  f"gemm on/off {row['gemm_on_ms']:.2f}/{row['gemm_off_ms']:.2f} ms  ok={ok}")
         else:
-            sp = "%.2f" % row["speedup"] if row["speedup"] else "-"
-            print(f"{name:22s} {row['load']:5s} on {row['on_ms']:.3f} ms  off {row['off_ms'] or 0:.3f} ms  "
-                  f"speedup {sp}  gemm on/off {row['gemm_on_ms']:.2f}/{row['gemm_off_ms'] or 0:.2f} ms  ok={ok}")
+            print(f"{name:22s} {row['load']:5s} {row['on_ms']:.3f} ms  ok={ok}")
         sys.stdout.flush()
 sys.exit(0 if all(r["ok"] for r in results) else 1)

@@ -7,7 +7,8 @@
 CB_EXPORT int cubatch_flush(void)
 {
     cb_init();
-    return (int)cb_flush_all(CB_WHY_flush_api);
+    CUresult rc = cb_waits_issue_all(); /* rule 16 */
+    return (int)cb_first_error(rc, cb_flush_all(CB_WHY_flush_api));
 }
 
 CB_EXPORT int cubatch_batching_enabled(void)

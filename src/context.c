@@ -23,7 +23,8 @@ CUresult cb_ctx_destroy_before(CUcontext ctx, struct cb_ctx_fate *f)
     f->destroys = 0;
     f->device = -1;
     cb_smwork_ctx_synced(ctx); /* its streams are never asked about again */
-    CUresult rc = cb_flush_all(CB_WHY_flush_context);
+    CUresult rc = cb_waits_issue_all(); /* rule 16 */
+    rc = cb_first_error(rc, cb_flush_all(CB_WHY_flush_context));
     cb_classes_forget_context(ctx); /* before its memory may be given back (rule 14) */
     return rc;
 }
@@ -47,7 +48,8 @@ static CUcontext primary_of(CUdevice dev)
 
 CUresult cb_primary_before(CUdevice dev, int reset, struct cb_ctx_fate *f)
 {
-    CUresult rc = cb_flush_all(CB_WHY_flush_context);
+    CUresult rc = cb_waits_issue_all(); /* rule 16 */
+    rc = cb_first_error(rc, cb_flush_all(CB_WHY_flush_context));
     f->ctx = primary_of(dev);
     f->destroys = reset;
     f->device = dev;

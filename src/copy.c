@@ -298,8 +298,8 @@ static int legacy_deferrable(struct cb_copy_req *rq)
 
 /* ---- the decision ------------------------------------------------------------------ */
 
-CUresult cb_copy(int hook, int ptsz, enum cb_direction entry_dir, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
-                 CUstream stream)
+static CUresult copy_one(int hook, int ptsz, enum cb_direction entry_dir, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
+                         CUstream stream)
 {
     struct cb_tstats *t = cb_stats_thread();
     cb_bump(&t->calls[hook], 1);
@@ -361,4 +361,14 @@ CUresult cb_copy(int hook, int ptsz, enum cb_direction entry_dir, CUdeviceptr ds
     cb_bump(&t->v[why], 1);
     CUresult fe = cb_flush_stream(stream, ptsz, CB_WHY_flush_passthrough);
     return cb_first_error(fe, cb_issue_copy(hook, dst, src, bytes, stream));
+}
+
+CUresult cb_copy(int hook, int ptsz, enum cb_direction entry_dir, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
+                 CUstream stream)
+{
+    /* rule 16: the stream's pending waits come before its copy */
+    CUresult waited = CUDA_SUCCESS;
+    if (CB_UNLIKELY(atomic_load_explicit(&cb_waits_pending_n, memory_order_relaxed)))
+        waited = cb_waits_issue(stream);
+    return cb_first_error(waited, copy_one(hook, ptsz, entry_dir, dst, src, bytes, stream));
 }

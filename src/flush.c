@@ -158,6 +158,23 @@ CUresult cb_flush_capture_begin(CUstream s, int ptsz_entry)
     return rc;
 }
 
+/* The run holding e's latest record goes out (no run lock held).  The holder
+ * is read from the event table, then checked again under its own lock: it may
+ * have gone out meanwhile, or been removed (runs are never freed, run.c). */
+CUresult cb_flush_holder(CUevent e)
+{
+    struct cb_event info;
+    if (cb_event_info(e, &info) || !info.run)
+        return CUDA_SUCCESS;
+    struct cb_run *run = info.run;
+    CUresult rc = CUDA_SUCCESS;
+    cb_run_lock(run);
+    if (cb_event_held_by(e, run))
+        rc = cb_flush_run(run, CB_WHY_flush_event); /* clears the holder (run.c) */
+    cb_run_unlock(run);
+    return rc;
+}
+
 CUresult cb_flush_stream(CUstream s, int ptsz_entry, enum cb_flush_why why)
 {
     if (cb_runs_locked_here() || !cb_runs_active())

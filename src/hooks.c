@@ -40,7 +40,7 @@
         CB_ENTER(name);                               \
         CB_IN(name);                                  \
         struct cb_ctx_fate st = {NULL, 0, -1};        \
-        struct cb_answer an = {NULL, NULL, 0};        \
+        struct cb_answer an = {NULL, NULL, 0, 0};     \
         (void)st, (void)an;                           \
         CUresult fe = before;                         \
         CUresult rc = CB_FORWARD(name, args);         \
@@ -49,11 +49,24 @@
         return cb_first_error(fe, rc);                \
     }
 
+/* A call names stream s: its pending waits (rule 16), then its run. */
+static inline CUresult cb_named(CUstream s, int ptsz)
+{
+    CUresult fe = cb_waits_issue(s);
+    return cb_first_error(fe, cb_flush_stream(s, ptsz, CB_WHY_flush_stream));
+}
+/* A call on a whole context: every pending wait, then every run. */
+static inline CUresult cb_named_all(void)
+{
+    CUresult fe = cb_waits_issue_all();
+    return cb_first_error(fe, cb_flush_all(CB_WHY_flush_context));
+}
+
 /* Two streams named by one call: flush both, report the first error. */
 static CUresult cb_flush_two(CUstream a, CUstream b, int ptsz)
 {
-    CUresult fe = cb_flush_stream(a, ptsz, CB_WHY_flush_stream);
-    return cb_first_error(fe, cb_flush_stream(b, ptsz, CB_WHY_flush_stream));
+    CUresult fe = cb_named(a, ptsz);
+    return cb_first_error(fe, cb_named(b, ptsz));
 }
 
 static inline CUresult cb_flush_wait_args(int ptsz, struct cb_answer *an, CUstream s, CUevent *e, unsigned int flags)
@@ -64,11 +77,11 @@ static inline CUresult cb_flush_wait_args(int ptsz, struct cb_answer *an, CUstre
  * gets a record of its own if it stands on a stand-in (rule 15). */
 static inline CUresult cb_ctx_event_before(CUevent e)
 {
-    CUresult fe = cb_flush_all(CB_WHY_flush_context);
+    CUresult fe = cb_named_all();
     return cb_first_error(fe, cb_event_observe(e, NULL));
 }
 
-#define CB_FLUSH_ARG(aarg, ptsz) cb_flush_stream(CB_EXPAND aarg, ptsz, CB_WHY_flush_stream)
+#define CB_FLUSH_ARG(aarg, ptsz) cb_named(CB_EXPAND aarg, ptsz)
 #define CB_WRAP_STREAM(name, ptsz, aarg, params, args) \
     CB_WRAPPER(name, params, args, CB_FLUSH_ARG(aarg, ptsz), (void)0)
 #define CB_WRAP_STREAM2(name, ptsz, aarg, params, args) \
@@ -78,16 +91,17 @@ static inline CUresult cb_ctx_event_before(CUevent e)
 #define CB_LAUNCH_NOTE(ptsz, s, f, blocks, threads, smem) cb_smwork_launch(s, ptsz, f, blocks, threads, smem)
 #define CB_CALL(macro, ...) macro(__VA_ARGS__)
 #define CB_WRAP_LAUNCH(name, ptsz, aarg, params, args)                                          \
-    CB_WRAPPER(name, params, args, cb_flush_stream(CB_LAUNCH_STREAM aarg, ptsz, CB_WHY_flush_stream), \
+    CB_WRAPPER(name, params, args, cb_named(CB_LAUNCH_STREAM aarg, ptsz), \
                if (rc == CUDA_SUCCESS) CB_CALL(CB_LAUNCH_NOTE, ptsz, CB_EXPAND aarg))
 #define CB_WRAP_CTX_SYNC(name, ptsz, aarg, params, args) \
-    CB_WRAPPER(name, params, args, cb_flush_all(CB_WHY_flush_context), if (rc == CUDA_SUCCESS) cb_smwork_ctx_synced aarg)
+    CB_WRAPPER(name, params, args, cb_named_all(), if (rc == CUDA_SUCCESS) cb_smwork_ctx_synced aarg)
 /* A capture begins under capture.c's lock, after the flushes that precede it:
  * no question cubatch asks about streams can fall between (rule 13). */
 static CUresult cb_capture_begin_before(int ptsz, CUstream s, CUstreamCaptureMode mode)
 {
     (void)mode;
-    CUresult fe = cb_flush_capture_begin(s, ptsz);
+    CUresult fe = cb_waits_issue(s); /* rule 16: a wait made before the capture stays out of it */
+    fe = cb_first_error(fe, cb_flush_capture_begin(s, ptsz));
     cb_capture_lock();
     return fe;
 }
@@ -102,7 +116,7 @@ static CUresult cb_capture_begin_before(int ptsz, CUstream s, CUstreamCaptureMod
 static CUresult cb_destroy_stream_before(CUstream s, int ptsz)
 {
     cb_smwork_forget_stream(s);
-    return cb_flush_stream(s, ptsz, CB_WHY_flush_stream);
+    return cb_named(s, ptsz);
 }
 /* ... and gone: its run and any capture recorded on it are forgotten. */
 static void cb_destroy_stream_after(CUstream s, CUresult rc)
@@ -114,7 +128,7 @@ static void cb_destroy_stream_after(CUstream s, CUresult rc)
 #define CB_WRAP_DESTROY_STREAM(name, ptsz, aarg, params, args) \
     CB_WRAPPER(name, params, args, cb_destroy_stream_before(CB_EXPAND aarg, ptsz), cb_destroy_stream_after(CB_EXPAND aarg, rc))
 #define CB_WRAP_CONTEXT(name, ptsz, aarg, params, args) \
-    CB_WRAPPER(name, params, args, cb_flush_all(CB_WHY_flush_context), (void)0)
+    CB_WRAPPER(name, params, args, cb_named_all(), (void)0)
 /* Memory given back: the runs that may use it go first, and its range is
  * forgotten before the driver frees it (rule 14); cached classifications are
  * dropped again afterwards, in case a thread cached it meanwhile. */
@@ -159,15 +173,27 @@ static CUresult cb_alloc_before(int flush) { return flush ? cb_free_before(0, 0)
 #define CB_WRAP_EVENT_ASK(name, ptsz, aarg, params, args) \
     CB_WRAPPER(name, params, args, cb_event_ask(CB_EXPAND aarg, &an), cb_event_answered(&an, rc))
 #define CB_WRAP_EVENT_FORGET(name, ptsz, aarg, params, args) \
-    CB_WRAPPER(name, params, args, cb_event_flush_holder(CB_EXPAND aarg), cb_event_forget(CB_EXPAND aarg, rc))
+    CB_WRAPPER(name, params, args, cb_event_before_forget(CB_EXPAND aarg), cb_event_forget(CB_EXPAND aarg, rc))
 #define CB_WRAP_CTX_EVENT(name, ptsz, aarg, params, args) \
     CB_WRAPPER(name, params, args, cb_ctx_event_before(CB_EXPAND aarg), (void)0)
 #define CB_WRAP_EVENT_CREATE(name, ptsz, aarg, params, args) \
     CB_WRAPPER(name, params, args, CUDA_SUCCESS, cb_event_created(CB_EXPAND aarg, rc))
 #define CB_WRAP_EVENT_FOREIGN(name, ptsz, aarg, params, args) \
     CB_WRAPPER(name, params, args, CUDA_SUCCESS, cb_event_foreign(CB_EXPAND aarg, rc))
-#define CB_WRAP_WAIT(name, ptsz, aarg, params, args) \
-    CB_WRAPPER(name, params, args, cb_flush_wait_args(ptsz, &an, CB_EXPAND aarg), cb_event_answered(&an, rc))
+/* A wait: kept pending or found met (rule 16: not forwarded), or forwarded
+ * as EVENT_ASK forwards. */
+#define CB_WRAP_WAIT(name, ptsz, aarg, params, args)                                  \
+    CB_EXPORT CUresult CUDAAPI name params                                             \
+    {                                                                                  \
+        CB_ENTER(name);                                                                \
+        CB_IN(name);                                                                   \
+        struct cb_answer an = {NULL, NULL, 0, 0};                                      \
+        CUresult fe = cb_flush_wait_args(ptsz, &an, CB_EXPAND aarg);                   \
+        CUresult rc = an.not_forwarded ? CUDA_SUCCESS : CB_FORWARD(name, args);        \
+        cb_event_answered(&an, rc);                                                    \
+        CB_OUT();                                                                      \
+        return cb_first_error(fe, rc);                                                 \
+    }
 /* A graph's size is not known: it counts as filling the GPU (smwork.c). */
 #define CB_GRAPH_NOTE(ptsz, s) cb_smwork_launch(s, ptsz, NULL, 0, 0, 0)
 #define CB_WRAP_GRAPH_LAUNCH(name, ptsz, aarg, params, args)                          \

@@ -3,7 +3,7 @@
  *
  *   interception   hooks.c resolve.c api.c  ->  init.c
  *   decision       copy.c context.c  ->  classify.c policy.c
- *   flushing       life.c marker.c  ->  timer.c  ->  flush.c
+ *   flushing       life.c marker.c  ->  waits.c  ->  timer.c  ->  flush.c
  *   runs           run.c  ->  hazard.c event.c
  *   engines        engine.c  ->  engine_batch.c engine_loop.c engine_kernel.c  ->  choose.c smwork.c ptds.c
  *   base           stats.c  ->  config.c  ->  capture.c driver.c allocs.c  ->  log.c clock.c tblock.c
@@ -199,7 +199,8 @@ void cb_life_watch_thread(void); /* this thread owns a per-thread-stream run */
  * made and the wrapper forwards it.  Returns an earlier error to report. */
 CUresult cb_marker_record(int hook, int ptsz, CUevent e, CUstream s, unsigned int flags, int *queued);
 CUresult cb_event_observe(CUevent a, CUevent b); /* submit the runs holding a's and b's (may be NULL) records */
-CUresult cb_event_flush_holder(CUevent e);       /* EVENT_FORGET rows: the run holding e's record goes out */
+CUresult cb_event_flush_holder(CUevent e);       /* the run holding e's record goes out */
+CUresult cb_event_before_forget(CUevent e);      /* EVENT_FORGET rows: its pending waits too (rule 16) */
 /* A query, synchronize or wait answered from a stand-in (rule 15): the event
  * the program named, the stand-in held for the call, and whether the call's
  * success shows the stand-in complete. */
@@ -207,6 +208,7 @@ struct cb_answer {
     CUevent asked;
     struct cb_standin *standin;
     int success_settles;
+    int not_forwarded; /* a wait that rode (rule 16) or was already met: the call is not made */
 };
 /* EVENT_ASK rows: *e is the event the call will be forwarded with (the stand-in's when linked). */
 CUresult cb_event_ask(CUevent *e, struct cb_answer *an);
@@ -226,6 +228,21 @@ void cb_timer_atfork_prepare(void); /* the due time's lock held across fork */
 void cb_timer_atfork_parent(void);
 void cb_timer_atfork_child(void); /* the child has no timer thread */
 
+/* ---- waits.c: stream waits that ride (rule 16) ----------------------------------- */
+/* A wait of s for e (WAIT rows) kept as s's pending wait: 1 when it was (the
+ * program's call is then not forwarded), 0 when it must go to the driver. */
+int cb_wait_ride(CUstream s, int ptsz, CUevent e, unsigned int flags);
+/* The pending waits of s (before any call that names s), for e (before e is
+ * recorded again or destroyed), or all (before a context-wide call) go to the
+ * driver; the first error.  One load while none is pending. */
+extern atomic_int cb_waits_pending_n;
+CUresult cb_waits_issue(CUstream s);
+CUresult cb_waits_issue_event(CUevent e);
+CUresult cb_waits_issue_all(void);
+void cb_waits_atfork_prepare(void);
+void cb_waits_atfork_parent(void);
+void cb_waits_atfork_child(void);
+
 /* ---- flush.c: submitting runs, and who asks for it ------------------------------ */
 struct cb_run;
 struct cb_copy_req;
@@ -239,6 +256,8 @@ CUresult cb_flush_legacy(void); /* every blocking stream's run: legacy-stream wo
  * loads and a return. */
 CUresult cb_flush_cross(CUstream s, enum cb_stream_kind sk);
 CUresult cb_flush_all(enum cb_flush_why why);
+/* The run holding event e's latest record (a marker, rule 11) goes out; no run lock held. */
+CUresult cb_flush_holder(CUevent e);
 /* A capture begins (CAPTURE_BEGIN rows of hooks.def): counted as pending
  * (capture.c), the stream and every legacy run flushed; while one is under way
  * nothing is deferred on the legacy stream (copy.c). */

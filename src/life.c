@@ -17,21 +17,28 @@ static atomic_int cb_armed; /* atexit/atfork registered */
 static pthread_key_t cb_owner_key;
 static pthread_once_t cb_owner_key_once = PTHREAD_ONCE_INIT;
 
-static void at_exit(void) { cb_flush_exit(); }
+static void at_exit(void)
+{
+    cb_waits_issue_all(); /* rule 16: nothing the program asked for is left out */
+    cb_flush_exit();
+}
 
-/* The timer's lock, capture.c's and the allocation table's are taken last and
- * given back first: the flush (and the timer's looks) take them under the run
- * locks. */
+/* The timer's lock, capture.c's, the pending waits' (taken under capture.c's)
+ * and the allocation table's are taken last and given back first: the flush
+ * (and the timer's looks) take them under the run locks. */
 static void fork_prepare(void)
 {
+    cb_waits_issue_all(); /* the parent loses nothing (rule 16) */
     cb_flush_atfork_prepare();
     cb_timer_atfork_prepare();
     cb_capture_atfork_prepare();
+    cb_waits_atfork_prepare();
     cb_allocs_atfork_prepare();
 }
 static void fork_parent(void)
 {
     cb_allocs_atfork_parent();
+    cb_waits_atfork_parent();
     cb_capture_atfork_parent();
     cb_timer_atfork_parent();
     cb_flush_atfork_parent();
@@ -43,6 +50,7 @@ static void fork_child(void)
     cb_capture_atfork_child();
     cb_allocs_atfork_child();
     cb_choose_atfork_child();
+    cb_waits_atfork_child();
 }
 
 void cb_life_arm(void)

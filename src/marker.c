@@ -32,42 +32,29 @@
 #include "ptds.h"
 #include "stats.h"
 
-/* The run holding e's latest record goes out (no run lock held).  The holder
- * is read from the event table, then checked again under its own lock: it may
- * have gone out meanwhile, or been removed (runs are never freed, run.c). */
-static CUresult flush_holder(CUevent e)
-{
-    struct cb_event info;
-    if (cb_event_info(e, &info) || !info.run)
-        return CUDA_SUCCESS;
-    struct cb_run *run = info.run;
-    CUresult rc = CUDA_SUCCESS;
-    cb_run_lock(run);
-    if (cb_event_held_by(e, run))
-        rc = cb_flush_run(run, CB_WHY_flush_event); /* clears the holder (run.c) */
-    cb_run_unlock(run);
-    return rc;
-}
-
 CUresult cb_marker_record(int hook, int ptsz, CUevent e, CUstream s, unsigned int flags, int *queued)
 {
     *queued = 0;
+    /* rule 16: the stream's pending waits come before the record, and every
+     * pending wait for this event waits for the record it named */
+    CUresult waited = cb_waits_issue(s);
+    waited = cb_first_error(waited, cb_waits_issue_event(e));
     if (cb_runs_locked_here() || !cb_runs_active()) {
         cb_event_unlink(e); /* rule 15: its new record answers from here on */
-        return CUDA_SUCCESS; /* nothing is queued anywhere: it goes out as it came */
+        return waited; /* nothing is queued anywhere: it goes out as it came */
     }
     enum cb_stream_kind sk = cb_stream_kind(s, ptsz);
     CUcontext cur = NULL;
     if (sk != CB_SK_CREATED && (!cb_drv.cuCtxGetCurrent || cb_drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS))
         cur = NULL;
     struct cb_run_key key = cb_run_key_of(s, sk, cur);
-    CUresult rc = CUDA_SUCCESS;
+    CUresult rc = waited;
     struct cb_event info, *ev = cb_event_info(e, &info) ? NULL : &info;
     int safe = ev && !(ev->flags & CU_EVENT_INTERPROCESS) && flags == 0 && !cb_flush_closed() && !cb_flush_paused();
     if (safe) {
         /* the record follows what rule 3 orders it after, as the run's copies
          * do: before its run's lock is taken (run.c) */
-        rc = cb_flush_cross(s, sk);
+        rc = cb_first_error(rc, cb_flush_cross(s, sk));
         for (int tries = 0; tries < 3; tries++) {
             struct cb_run *run = cb_run_lock_key(&key, 0, NULL);
             int defer = run && run->q.n > 0 && ev->ctx == run->facts.ctx &&
@@ -91,7 +78,7 @@ CUresult cb_marker_record(int hook, int ptsz, CUevent e, CUstream s, unsigned in
                 break;
             /* A new record of the event: its older one must reach the driver
              * first (with no run lock held: one run lock at a time). */
-            rc = cb_first_error(rc, flush_holder(e));
+            rc = cb_first_error(rc, cb_flush_holder(e));
         }
     }
     /* Not queued (an empty run, say: the record right after a burst's first
@@ -99,7 +86,7 @@ CUresult cb_marker_record(int hook, int ptsz, CUevent e, CUstream s, unsigned in
      * A record that could have been queued does not end the burst either, so
      * that copy, record, copy, record... still batches. */
     if (ev) {
-        rc = cb_first_error(rc, flush_holder(e));
+        rc = cb_first_error(rc, cb_flush_holder(e));
         cb_event_unlink(e); /* recorded again now: its own record answers from here on */
     }
     return cb_first_error(rc, cb_flush_stream(s, ptsz, safe ? CB_WHY_flush_wait : CB_WHY_flush_stream));
@@ -151,7 +138,13 @@ CUresult cb_event_flush_holder(CUevent e)
 {
     if (cb_runs_locked_here() || !cb_runs_marked())
         return CUDA_SUCCESS;
-    return flush_holder(e);
+    return cb_flush_holder(e);
+}
+
+CUresult cb_event_before_forget(CUevent e)
+{
+    CUresult rc = cb_waits_issue_event(e); /* rule 16: they wait for its last record */
+    return cb_first_error(rc, cb_event_flush_holder(e));
 }
 
 CUresult cb_event_observe(CUevent a, CUevent b)
@@ -160,9 +153,9 @@ CUresult cb_event_observe(CUevent a, CUevent b)
         return CUDA_SUCCESS;
     CUresult rc = CUDA_SUCCESS;
     if (cb_runs_marked()) {
-        rc = flush_holder(a);
+        rc = cb_flush_holder(a);
         if (b)
-            rc = cb_first_error(rc, flush_holder(b));
+            rc = cb_first_error(rc, cb_flush_holder(b));
     }
     observe_linked(a);
     observe_linked(b);
@@ -195,11 +188,48 @@ void cb_event_answered(struct cb_answer *an, CUresult rc)
     an->standin = NULL;
 }
 
+/* Rule 16: a wait of a created non-blocking stream for an event whose latest
+ * record has completed adds nothing (on the legacy stream, and on a blocking
+ * one, the wait itself is work that follows the other streams' or the legacy
+ * stream's).  1 when e (known, its record submitted) is found complete.
+ * Asked only while no capture is under way (a query of a captured event would
+ * end its capture), of the stand-in when e has one. */
+static int already_met(CUstream s, int ptsz, CUevent e, unsigned int flags)
+{
+    struct cb_event info;
+    if (flags != 0 || !cb_opt(CB_OPT_ride_waits) || cb_captures_active() || cb_stream_kind(s, ptsz) != CB_SK_CREATED ||
+        cb_event_info(e, &info) || info.run)
+        return 0;
+    struct cb_standin *si = cb_event_hold(e);
+    cb_capture_lock();
+    int met = !cb_captures_active() && !cb_stream_blocking(s, CB_SK_CREATED) &&
+              cb_drv.cuEventQuery(si ? si->ev : e) == CUDA_SUCCESS;
+    cb_capture_unlock();
+    if (si)
+        cb_event_unhold(e, si, met);
+    return met;
+}
+
 CUresult cb_flush_wait(CUstream s, int ptsz, CUevent *e, unsigned int flags, struct cb_answer *an)
 {
-    CUresult rc = cb_event_flush_holder(*e);
     an->standin = NULL;
     an->success_settles = 0; /* an enqueued wait says nothing about completion */
+    an->not_forwarded = 0;
+    if (!cb_runs_locked_here() && cb_runs_active()) {
+        /* rule 16: kept until s's next call; the run of s ends (its copies go
+         * before the wait), not its burst */
+        if (cb_wait_ride(s, ptsz, *e, flags)) {
+            an->not_forwarded = 1;
+            return cb_flush_stream(s, ptsz, CB_WHY_flush_wait);
+        }
+        if (already_met(s, ptsz, *e, flags)) {
+            an->not_forwarded = 1;
+            CB_COUNT(waits_met);
+            return CUDA_SUCCESS; /* nothing to order: the run of s goes on */
+        }
+    }
+    CUresult rc = cb_waits_issue(s); /* its pending waits first: this one may make s join a capture */
+    rc = cb_first_error(rc, cb_event_flush_holder(*e));
     if (cb_captures_active() || (flags & CU_EVENT_WAIT_EXTERNAL))
         observe_linked(*e); /* a captured wait keeps the event in the graph: its own record */
     else
@@ -209,7 +239,7 @@ CUresult cb_flush_wait(CUstream s, int ptsz, CUevent *e, unsigned int flags, str
 
 CUresult cb_flush_graph_launch(CUstream s, int ptsz)
 {
-    CUresult rc = CUDA_SUCCESS;
+    CUresult rc = cb_waits_issue_all(); /* rule 16: it may record any event a pending wait names */
     if (!cb_runs_locked_here() && cb_runs_marked()) {
         struct cb_run *run, *tmp;
         cb_store_lock();
@@ -237,17 +267,19 @@ CUresult cb_flush_graph_launch(CUstream s, int ptsz)
 
 CUresult cb_flush_launch_config(const CUlaunchConfig *cfg, int ptsz)
 {
-    CUresult rc = CUDA_SUCCESS;
+    CUresult rc = cfg ? cb_waits_issue(cfg->hStream) : CUDA_SUCCESS; /* rule 16 */
     if (cfg && cfg->attrs && !cb_runs_locked_here() &&
-        (cb_runs_marked() || atomic_load_explicit(&cb_events_linked, memory_order_relaxed))) {
+        (cb_runs_marked() || atomic_load_explicit(&cb_events_linked, memory_order_relaxed) ||
+         atomic_load_explicit(&cb_waits_pending_n, memory_order_relaxed))) {
         for (unsigned int i = 0; i < cfg->numAttrs; i++) {
             const CUlaunchAttribute *a = &cfg->attrs[i];
             CUevent e = a->id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT ? a->value.programmaticEvent.event
                         : a->id == CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT ? a->value.launchCompletionEvent.event
                                                                                 : NULL;
             if (e) {
-                rc = cb_first_error(rc, flush_holder(e));
-                cb_event_unlink(e); /* the launch records it */
+                rc = cb_first_error(rc, cb_waits_issue_event(e)); /* the launch records it */
+                rc = cb_first_error(rc, cb_flush_holder(e));
+                cb_event_unlink(e);
             }
         }
     }

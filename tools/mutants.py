@@ -144,6 +144,17 @@ MUTANTS = {
     "graph-launch-leaves-merged-events": ("src/marker.c", "    while (!cb_runs_locked_here() && atomic_load_explicit(&cb_events_linked",
                                           "    while (0 && atomic_load_explicit(&cb_events_linked", "rule 15 (a graph may wait for any event)"),
     "timing-events-merged": ("src/marker.c", "ev->flags == CU_EVENT_DISABLE_TIMING};", "1};", "rule 15 (timing events keep their records)"),
+    "copy-ignores-pending-waits": ("src/copy.c", "        waited = cb_waits_issue(stream);", "        (void)0;",
+                                   "rule 16 (a copy on the waiting stream)"),
+    "named-stream-ignores-pending-waits": ("src/hooks.c", "    CUresult fe = cb_waits_issue(s);\n    return cb_first_error(fe, cb_flush_stream(s, ptsz, CB_WHY_flush_stream));",
+                                           "    CUresult fe = CUDA_SUCCESS;\n    return cb_first_error(fe, cb_flush_stream(s, ptsz, CB_WHY_flush_stream));",
+                                           "rule 16 (a call that names the waiting stream)"),
+    "rerecord-ignores-pending-waits": ("src/marker.c", "    waited = cb_first_error(waited, cb_waits_issue_event(e));", "    (void)0;",
+                                       "rule 16 (a wait is for the record it named)"),
+    "destroy-ignores-pending-waits": ("src/marker.c", "    CUresult rc = cb_waits_issue_event(e); /* rule 16: they wait for its last record */",
+                                      "    CUresult rc = CUDA_SUCCESS;", "rule 16 (a wait is for the record it named)"),
+    "waits-met-unasked": ("src/marker.c", "    int met = !cb_captures_active() && cb_drv.cuEventQuery(si ? si->ev : e) == CUDA_SUCCESS;",
+                          "    int met = 1;", "rule 16 (only a complete event's wait is dropped)"),
 }
 
 def sh(cmd):

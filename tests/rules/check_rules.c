@@ -790,7 +790,7 @@ static const struct err_case {
     const char *env;                 /* what the scenario needs (NULL: nothing) */
 } err_cases[] = {
     {"flush_stream", "err_stream", "trigger", NULL},
-    {"flush_wait", "err_wait", "trigger", NULL},
+    {"flush_wait", "err_wait", "trigger", "CUBATCH_RIDE_WAITS=0"}, /* a wait for a complete event is not made (rule 16) */
     {"flush_event", "err_event", "trigger", NULL},
     {"flush_legacy", "err_legacy", "trigger", NULL},
     {"flush_context", "err_context", "trigger", NULL},
@@ -1460,14 +1460,59 @@ START_TEST(jax_host_to_device_stream_batches)
 {
     /* docs/design.md section 7: C, CEC, CEEC, CEEWC, CEEEEWC on the host-to-device
      * stream, CHEEC on the device-to-host ones (which never batch: every gap
-     * holds a host function).  Records join the runs, and a wait ends a run but
-     * not the burst, so 80% of the host-to-device copies batch here (the target
-     * was half; with the copy after each wait going out alone, fewer would). */
-    struct pair p = both("jax", NULL);
-    long h2d = 512, batched = stat_of(&p.shim, "batched_copies") + stat_of(&p.shim, "kernel_copies");
-    ck_assert_msg(batched * 10 >= h2d * 8, "%ld of %ld host-to-device copies batched\n%s", batched, h2d, p.shim.stats);
-    STAT_GE(p.shim, "flush_wait", 100);
-    ck_assert_msg(strstr(p.shim.stats, "\"cuStreamWaitEvent\":"), "runs_ended_by lacks the waits: %s", p.shim.stats);
+     * holds a host function).  Records join the runs; the waits are for events
+     * of the device-to-host streams that have completed, so they order nothing
+     * and are not made (rule 16); with CUBATCH_RIDE_WAITS=0 each ends a run but
+     * not the burst, and 80% of the host-to-device copies batch either way. */
+    const char *fixed[] = {"CUBATCH_RIDE_WAITS=0", NULL};
+    for (int ride = 1; ride >= 0; ride--) {
+        struct pair p = both("jax", ride ? NULL : fixed);
+        long h2d = 512, batched = stat_of(&p.shim, "batched_copies") + stat_of(&p.shim, "kernel_copies");
+        ck_assert_msg(batched * 10 >= h2d * 8, "%ld of %ld host-to-device copies batched\n%s", batched, h2d,
+                      p.shim.stats);
+        if (ride) {
+            STAT_GE(p.shim, "waits_met", 100);
+            STAT_EQ(p.shim, "flush_wait", 0);
+        } else {
+            STAT_EQ(p.shim, "waits_met", 0);
+            STAT_GE(p.shim, "flush_wait", 100);
+            ck_assert_msg(strstr(p.shim.stats, "\"cuStreamWaitEvent\":"), "runs_ended_by lacks the waits: %s",
+                          p.shim.stats);
+        }
+        pair_free(&p);
+    }
+}
+END_TEST
+
+/* Rule 16: waits for records still queued ride until the waiting stream's next
+ * call; each call that names it (or its context, or an event a pending wait
+ * names) makes them first, after the run holding their records: the bytes the
+ * waiting stream then sees are the plain program's (probe.c, waits_ride). */
+START_TEST(waits_ride_until_the_waiting_stream_is_named)
+{
+    const char *const scen[] = {"waits_copy", "waits_record", "waits_sync", "waits_query", "waits_capture",
+                                "waits_destroy", "waits_rerecord", "waits_ctx_sync", "waits_graph", NULL};
+    /* the copy stream's run stays open (no timer) until the call under test:
+     * every wait but the first rides, and nothing ran before that call */
+    const char *open_run[] = {"CUBATCH_FLUSH_US=1000000", "CUBATCH_MAX_WAIT_US=10000000", NULL};
+    const char *fixed[] = {"CUBATCH_FLUSH_US=1000000", "CUBATCH_MAX_WAIT_US=10000000", "CUBATCH_RIDE_WAITS=0", NULL};
+    for (int i = 0; scen[i]; i++) {
+        struct pair p = both(scen[i], open_run);
+        STAT_GE(p.shim, "waits_ridden", 62); /* each but the first copy's of 64 (its record went out at once) */
+        STAT_GE(p.shim, "batched_copies", 63);
+        STAT_EQ(p.shim, "flush_wait", 0);
+        if (i == 0) /* the simulated driver may run the run before the copy anyway: the log shows the order */
+            LOG_BEFORE(p.shim, "cuStreamWaitEvent", "cuMemcpyDtoDAsync_v2");
+        pair_free(&p);
+        p = both(scen[i], fixed);
+        STAT_EQ(p.shim, "waits_ridden", 0);
+        STAT_GE(p.shim, "flush_event", 32); /* each wait submitted the run holding its record */
+        pair_free(&p);
+    }
+    /* a wait for a complete event is not made; one behind running compute is */
+    struct pair p = both("waits_met", NULL);
+    STAT_EQ(p.shim, "waits_met", 64);
+    STAT_EQ(p.shim, "batches", 1);
     pair_free(&p);
 }
 END_TEST
@@ -1845,7 +1890,8 @@ int main(void)
         {"markers", {records_join_the_run, every_observer_submits_the_marker,
                      markers_of_other_threads_and_the_legacy_stream, records_others_may_see_pass_through,
                      one_record_answers_for_a_runs_timing_free_events,
-                     jax_host_to_device_stream_batches, set_enabled_flushes_then_passes_through,
+                     jax_host_to_device_stream_batches, waits_ride_until_the_waiting_stream_is_named,
+                     set_enabled_flushes_then_passes_through,
                      program_flush_submits_at_the_call}},
         {"kernel_engine", {kernel_runs_the_runs, kernel_keeps_every_rule, kernel_batches_the_legacy_stream,
                            legacy_runs_go_before_blocking_work, capture_begins_after_legacy_runs,

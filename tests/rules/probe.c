@@ -2138,6 +2138,126 @@ static void sc_merged_graph_launch(void)
     merged_done(&m);
 }
 
+/* Rule 16: JAX's pattern.  Each host-to-device copy on the copy stream is
+ * followed by a record of its own event, and the compute stream waits for that
+ * event at once; those waits ride (the copy stream's run keeps growing).  Then
+ * one call names the compute stream (or the whole context, or an event a
+ * pending wait names), and the compute stream's view of the copied bytes is
+ * checked through a copy made after it: the pending waits must have reached
+ * the driver before that call, after the run holding their records. */
+enum waits_then { WT_COPY, WT_RECORD, WT_SYNC, WT_QUERY, WT_CAPTURE, WT_DESTROY, WT_RERECORD, WT_CTX_SYNC,
+                  WT_GRAPH };
+static void waits_ride(enum waits_then then)
+{
+    unsigned char *hsrc = pinned(N * SZ), *back = malloc(N * SZ), *src2 = malloc(SZ), *out2 = pinned(SZ);
+    fill(hsrc, N * SZ, 58);
+    fill(src2, SZ, 59);
+    CUdeviceptr dh = devmem(N * SZ), dcopy = devmem(N * SZ), d2 = devfilled(src2, SZ);
+    CUstream copy_s = mkstream(CU_STREAM_NON_BLOCKING), compute_s = mkstream(CU_STREAM_NON_BLOCKING),
+             other_s = mkstream(CU_STREAM_NON_BLOCKING);
+    CUevent ev[N], after;
+    for (int i = 0; i < N; i++)
+        CK(cuEventCreate(&ev[i], CU_EVENT_DISABLE_TIMING));
+    CK(cuEventCreate(&after, CU_EVENT_DISABLE_TIMING));
+    CUgraphExec ge = NULL;
+    if (then == WT_GRAPH) { /* made before the copies: launching it is what names the context's events */
+        CUdeviceptr dz = devmem(SZ);
+        CK(cuStreamBeginCapture_v2(other_s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+        CK(cuMemsetD8Async(dz, 7, SZ, other_s));
+        CUgraph g;
+        CK(cuStreamEndCapture(other_s, &g));
+        CK(cuGraphInstantiateWithFlags(&ge, g, 0));
+        CK(cuStreamSynchronize(other_s));
+    }
+    for (int i = 0; i < N; i++) {
+        CK(cuMemcpyHtoDAsync_v2(dh + (size_t)i * SZ, hsrc + (size_t)i * SZ, SZ, copy_s));
+        CK(cuEventRecord(ev[i], copy_s));
+        CK(cuStreamWaitEvent(compute_s, ev[i], 0));
+    }
+    CUresult q = CUDA_SUCCESS;
+    CUgraph captured = NULL;
+    switch (then) {
+    case WT_COPY: break; /* the copy below names it */
+    case WT_RECORD: /* another stream follows the compute stream's record */
+        CK(cuEventRecord(after, compute_s));
+        CK(cuStreamWaitEvent(other_s, after, 0));
+        break;
+    case WT_SYNC: CK(cuStreamSynchronize(compute_s)); break;
+    case WT_QUERY:
+        while ((q = cuStreamQuery(compute_s)) == CUDA_ERROR_NOT_READY)
+            ;
+        printf("rc: stream_query %d\n", (int)q);
+        break;
+    case WT_CAPTURE: /* the waits were made before the capture: not in its graph */
+        CK(cuStreamBeginCapture_v2(compute_s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+        printf("rc: end_capture %d\n", (int)cuStreamEndCapture(compute_s, &captured));
+        break;
+    case WT_DESTROY:
+        for (int i = 0; i < N; i++)
+            CK(cuEventDestroy_v2(ev[i]));
+        break;
+    case WT_RERECORD: /* the pending waits are for the records they named, not these */
+        CK(cuMemcpyDtoHAsync_v2(out2, d2, SZ, other_s));
+        for (int i = 0; i < N; i++)
+            CK(cuEventRecord(ev[i], other_s));
+        break;
+    case WT_CTX_SYNC: CK(cuCtxSynchronize()); break;
+    case WT_GRAPH: CK(cuGraphLaunch(ge, other_s)); break;
+    }
+    /* what the compute stream (or the stream following its record) sees */
+    CUstream seer = then == WT_RECORD ? other_s : compute_s;
+    CK(cuMemcpyDtoDAsync_v2(dcopy, dh, N * SZ, seer));
+    CK(cuStreamSynchronize(seer));
+    CK(cuMemcpyDtoH_v2(back, dcopy, N * SZ));
+    expect("the copies, as the waiting stream sees them", back, hsrc, N * SZ);
+    if (then == WT_RERECORD) {
+        CK(cuStreamSynchronize(other_s));
+        expect("the copy before the event's new record", out2, src2, SZ);
+    }
+    CK(cuCtxSynchronize());
+    free(back);
+    free(src2);
+}
+static void sc_waits_copy(void) { waits_ride(WT_COPY); }
+static void sc_waits_record(void) { waits_ride(WT_RECORD); }
+static void sc_waits_sync(void) { waits_ride(WT_SYNC); }
+static void sc_waits_query(void) { waits_ride(WT_QUERY); }
+static void sc_waits_capture(void) { waits_ride(WT_CAPTURE); }
+static void sc_waits_destroy(void) { waits_ride(WT_DESTROY); }
+static void sc_waits_rerecord(void) { waits_ride(WT_RERECORD); }
+static void sc_waits_ctx_sync(void) { waits_ride(WT_CTX_SYNC); }
+static void sc_waits_graph(void) { waits_ride(WT_GRAPH); }
+
+/* Rule 16: a wait for an event that is already complete orders nothing; one
+ * recorded behind compute that still runs must still be made. */
+static void sc_waits_met(void)
+{
+    unsigned char *hsrc = pinned(N * SZ), *back = malloc(N * SZ);
+    fill(hsrc, N * SZ, 60);
+    CUdeviceptr dh = devmem(N * SZ), dcopy = devmem(N * SZ);
+    CUstream copy_s = mkstream(CU_STREAM_NON_BLOCKING), compute_s = mkstream(CU_STREAM_NON_BLOCKING);
+    CUevent done, busy;
+    CK(cuEventCreate(&done, CU_EVENT_DISABLE_TIMING));
+    CK(cuEventCreate(&busy, CU_EVENT_DISABLE_TIMING));
+    CK(cuEventRecord(done, compute_s));
+    CK(cuEventSynchronize(done)); /* complete */
+    for (int i = 0; i < N; i++) {
+        CK(cuMemcpyHtoDAsync_v2(dh + (size_t)i * SZ, hsrc + (size_t)i * SZ, SZ, copy_s));
+        CK(cuStreamWaitEvent(copy_s, done, 0));
+    }
+    /* compute that a query finds running, then an event behind it: the copy
+     * stream must wait for it, so what follows on it sees the compute's end */
+    compute(compute_fn(), compute_s, 1, 1000);
+    CK(cuEventRecord(busy, compute_s));
+    CK(cuStreamWaitEvent(copy_s, busy, 0));
+    CK(cuMemcpyDtoDAsync_v2(dcopy, dh, N * SZ, copy_s));
+    CK(cuStreamSynchronize(copy_s));
+    CK(cuMemcpyDtoH_v2(back, dcopy, N * SZ));
+    expect("copies around waits for complete events", back, hsrc, N * SZ);
+    printf("rc: busy_query_after %d\n", (int)cuEventQuery(busy));
+    free(back);
+}
+
 /* cubatch_set_enabled (include/cubatch.h), found as a program finds it: 0
  * submits what is queued at once, then copies pass through; 1 defers again. */
 static void sc_set_enabled(void)
@@ -2804,6 +2924,10 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"merged_rerecord", sc_merged_rerecord}, {"merged_destroy", sc_merged_destroy},
     {"merged_graph_node", sc_merged_graph_node}, {"merged_elapsed", sc_merged_elapsed},
     {"merged_capture_wait", sc_merged_capture_wait}, {"merged_graph_launch", sc_merged_graph_launch},
+    {"waits_copy", sc_waits_copy},     {"waits_record", sc_waits_record}, {"waits_sync", sc_waits_sync},
+    {"waits_query", sc_waits_query},   {"waits_capture", sc_waits_capture}, {"waits_destroy", sc_waits_destroy},
+    {"waits_rerecord", sc_waits_rerecord}, {"waits_ctx_sync", sc_waits_ctx_sync}, {"waits_graph", sc_waits_graph},
+    {"waits_met", sc_waits_met},
     {"jax", sc_jax},                   {"set_enabled", sc_set_enabled},
     {"directions", sc_directions},     {"api_flush", sc_api_flush},
     {"err_stream", sc_err_stream},     {"err_wait", sc_err_wait},       {"err_event", sc_err_event},

@@ -2176,6 +2176,8 @@ static CUresult event_record(struct call *c, CUevent h, CUstream hs, int ptsz)
     struct node *nd = sim_node_new(N_NOP);
     nd->stamp = e;
     e->node = sim_enqueue(s, nd);
+    e->gate = s->compute_last && sim_node_pending(s->compute_last) ? s->compute_last : 0;
+    e->gate_s = e->gate ? s : NULL;
     return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuEventRecord(CUevent h, CUstream s) { BEGIN_S("cuEventRecord", s); END(event_record(&C_, h, s, 0)); }
@@ -2214,8 +2216,10 @@ CUresult CUDAAPI cuCtxRecordEvent(CUcontext ctx, CUevent h) { BEGIN("cuCtxRecord
 
 /* A query or a synchronize of an event recorded in a capture in progress waits for work
  * that will never run: refused and the capture invalidated, in every mode.  Any other
- * event's is a potentially unsafe call. */
-static CUresult event_sync(CUevent h)
+ * event's is a potentially unsafe call.  A query of an event recorded behind a
+ * cusim_compute launch finds it running (CUDA_ERROR_NOT_READY, nothing executed) while
+ * that launch's stream has polls left, as cuStreamQuery does. */
+static CUresult event_sync(CUevent h, int query)
 {
     CUresult rc;
     if (!inited)
@@ -2229,11 +2233,16 @@ static CUresult event_sync(CUevent h)
     }
     if ((rc = capture_refuses(CAP_UNSAFE, NULL, NULL)))
         return rc;
+    if (query && e->gate && sim_handle_ok(e->gate_s, H_STREAM) && e->gate_s->compute_last == e->gate &&
+        sim_node_pending(e->gate) && e->gate_s->compute_polls > 0) {
+        e->gate_s->compute_polls--;
+        return CUDA_ERROR_NOT_READY;
+    }
     sim_run(e->node);
     return e->ctx->sticky;
 }
-CUresult CUDAAPI cuEventSynchronize(CUevent h) { BEGIN("cuEventSynchronize"); KV("event=%p", (void *)h); END(event_sync(h)); }
-CUresult CUDAAPI cuEventQuery(CUevent h) { BEGIN("cuEventQuery"); KV("event=%p", (void *)h); END(event_sync(h)); }
+CUresult CUDAAPI cuEventSynchronize(CUevent h) { BEGIN("cuEventSynchronize"); KV("event=%p", (void *)h); END(event_sync(h, 0)); }
+CUresult CUDAAPI cuEventQuery(CUevent h) { BEGIN("cuEventQuery"); KV("event=%p", (void *)h); END(event_sync(h, 1)); }
 
 static CUresult elapsed(float *ms, CUevent a, CUevent b)
 {

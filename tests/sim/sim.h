@@ -102,6 +102,8 @@ struct sim_event {
     uint64_t node;                 /* node that completes it, 0 = complete / never recorded */
     struct sim_capture *cap;       /* recorded during this capture */
     struct sim_ctx *ctx;
+    struct sim_stream *gate_s;     /* recorded on this stream behind its cusim_compute launch gate, */
+    uint64_t gate;                 /* ... which a query finds running while the stream's polls last */
 };
 
 /* graphs: a linear list of captured operations */
