@@ -181,6 +181,10 @@ static int defer(struct cb_copy_req *rq, CUresult *rc)
         *rc = run->pending;
         run->pending = CUDA_SUCCESS;
     }
+    if (run->feed.chunk_due && run->q.n > 0) {
+        *rc = cb_first_error(*rc, cb_flush_run(run, CB_WHY_flush_full));
+        run->feed.chunks++;
+    }
     if (cb_flush_closed() || cb_flush_paused()) {
         why = CB_ST_pass_disabled;
         goto pass;
@@ -263,12 +267,11 @@ static int defer(struct cb_copy_req *rq, CUresult *rc)
         fd->chunk_shape = shape;
         fd->chunk_at = cb_engine_chunk(kernel_chunks, fd->has_h2d, fd->chunks);
     }
-    if (run->q.n >= fd->chunk_at) {
-        /* pipelining: this chunk goes out now, the GPU copies it while the
-         * program issues the next */
-        *rc = cb_first_error(*rc, cb_flush_run(run, CB_WHY_flush_full));
-        fd->chunks++;
-    }
+    /* pipelining: this chunk goes out when the stream's next copy comes (the
+     * records made after this copy ride with it), the GPU copies it while the
+     * program issues the next */
+    if (run->q.n >= fd->chunk_at)
+        fd->chunk_due = 1;
     cb_run_set_queued(run);
     cb_run_unlock(run);
     cb_life_arm();

@@ -16,6 +16,26 @@
  * looks an event up once, never scanning the runs.  The lock is taken under a
  * run lock or none; only ptds.c's (a leaf) is taken while it is held, to give a
  * stand-in's event back. */
+#include <stdint.h>
+#include <string.h>
+
+/* Event handles are pointers: one multiply spreads them over the buckets, and
+ * keys compare as one word (uthash would hash and compare them bytewise). */
+static inline unsigned ptr_hash(const void *key)
+{
+    uintptr_t k;
+    memcpy(&k, key, sizeof k);
+    return (unsigned)((k * (uint64_t)0x9E3779B97F4A7C15u) >> 32);
+}
+static inline int ptr_differ(const void *a, const void *b)
+{
+    uintptr_t x, y;
+    memcpy(&x, a, sizeof x);
+    memcpy(&y, b, sizeof y);
+    return x != y;
+}
+#define HASH_FUNCTION(keyptr, keylen, hashv) ((void)(keylen), (hashv) = ptr_hash(keyptr))
+#define HASH_KEYCMP(a, b, len) ((void)(len), ptr_differ((a), (b)))
 #include "event.h"
 #include "ptds.h"
 #include "stats.h"
@@ -69,6 +89,15 @@ int cb_event_info(CUevent e, struct cb_event *out)
     return ev ? 0 : -1;
 }
 
+int cb_event_may_queue(CUevent e)
+{
+    pthread_mutex_lock(&cb_events_mu);
+    struct cb_event *ev = find(e);
+    int may = ev && !(ev->flags & CU_EVENT_INTERPROCESS);
+    pthread_mutex_unlock(&cb_events_mu);
+    return may;
+}
+
 int cb_event_held_by(CUevent e, const struct cb_run *run)
 {
     pthread_mutex_lock(&cb_events_mu);
@@ -78,17 +107,18 @@ int cb_event_held_by(CUevent e, const struct cb_run *run)
     return held;
 }
 
-int cb_event_claim(CUevent e, struct cb_run *run)
+int cb_event_claim(CUevent e, struct cb_run *run, CUcontext ctx, int *stands)
 {
     pthread_mutex_lock(&cb_events_mu);
     struct cb_event *ev = find(e);
-    int ok = ev && (!ev->run || ev->run == run);
-    if (ok) {
+    int rc = !ev || (ev->flags & CU_EVENT_INTERPROCESS) || ev->ctx != ctx ? -1 : ev->run && ev->run != run ? 1 : 0;
+    if (rc == 0) {
         ev->run = run;
         unlink_event(ev); /* its newer record is queued: the stand-in no longer answers for it */
+        *stands = ev->flags == CU_EVENT_DISABLE_TIMING;
     }
     pthread_mutex_unlock(&cb_events_mu);
-    return ok ? 0 : -1;
+    return rc;
 }
 
 void cb_event_add(CUevent e, unsigned int flags, CUcontext ctx)

@@ -23,8 +23,12 @@ struct cb_event {
 /* A copy of what is known of e; 0 when known, -1 unknown (its records pass through). */
 int cb_event_info(CUevent e, struct cb_event *out);
 int cb_event_held_by(CUevent e, const struct cb_run *run); /* run holds e's latest record */
-/* run (locked) now holds e's latest record; -1 when another run holds one. */
-int cb_event_claim(CUevent e, struct cb_run *run);
+int cb_event_may_queue(CUevent e); /* known and not interprocess: its default records may be queued */
+/* run (locked, its stream's context ctx) now holds e's latest record: 0, and
+ * *stands says whether a stand-in may answer for it (rule 15); 1 when another
+ * run holds one; -1 when e's records may not be queued (unknown, interprocess,
+ * of another context). */
+int cb_event_claim(CUevent e, struct cb_run *run, CUcontext ctx, int *stands);
 void cb_event_add(CUevent e, unsigned int flags, CUcontext ctx); /* created (or created again) */
 void cb_event_drop(CUevent e);                                    /* unknown from now on */
 /* The markers of q (run's) were submitted: their events are held by no run.

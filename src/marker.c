@@ -49,32 +49,33 @@ CUresult cb_marker_record(int hook, int ptsz, CUevent e, CUstream s, unsigned in
         cur = NULL;
     struct cb_run_key key = cb_run_key_of(s, sk, cur);
     CUresult rc = waited;
-    struct cb_event info, *ev = cb_event_info(e, &info) ? NULL : &info;
-    int safe = ev && !(ev->flags & CU_EVENT_INTERPROCESS) && flags == 0 && !cb_flush_closed() && !cb_flush_paused();
+    /* what the event is (known, not interprocess, its context) is asked with
+     * the claim, under the run's lock */
+    int safe = flags == 0 && !cb_flush_closed() && !cb_flush_paused();
     if (safe) {
         /* the record follows what rule 3 orders it after, as the run's copies
          * do: before its run's lock is taken (run.c) */
         rc = cb_first_error(rc, cb_flush_cross(s, sk));
         for (int tries = 0; tries < 3; tries++) {
             struct cb_run *run = cb_run_lock_key(&key, 0, NULL);
-            int defer = run && run->q.n > 0 && ev->ctx == run->facts.ctx &&
-                        (sk == CB_SK_CREATED || cur == run->facts.ctx);
-            int held_elsewhere = 0;
-            struct cb_marker m = {e, s, flags, (unsigned char)hook, ev->flags == CU_EVENT_DISABLE_TIMING};
+            int defer = run && run->q.n > 0 && (sk == CB_SK_CREATED || cur == run->facts.ctx);
+            int claim = -1, stands = 0;
+            struct cb_marker m = {e, s, flags, (unsigned char)hook, 0};
             if (defer && !cb_run_mark(run, &m)) {
-                if (!cb_event_claim(e, run)) {
+                claim = cb_event_claim(e, run, run->facts.ctx, &stands);
+                if (claim == 0) {
+                    run->q.marks[run->q.nmarks - 1].stands = (unsigned char)stands;
                     cb_run_set_active(run);
                     CB_COUNT(markers);
                     *queued = 1;
                     cb_run_unlock(run);
                     return rc;
                 }
-                run->q.nmarks--; /* an older record sits in another run */
-                held_elsewhere = 1;
+                run->q.nmarks--; /* not this event's, or an older record sits in another run */
             }
             if (run)
                 cb_run_unlock(run);
-            if (!held_elsewhere)
+            if (claim != 1)
                 break;
             /* A new record of the event: its older one must reach the driver
              * first (with no run lock held: one run lock at a time). */
@@ -85,10 +86,9 @@ CUresult cb_marker_record(int hook, int ptsz, CUevent e, CUstream s, unsigned in
      * copy): an older record of the event goes first, then the stream's run.
      * A record that could have been queued does not end the burst either, so
      * that copy, record, copy, record... still batches. */
-    if (ev) {
-        rc = cb_first_error(rc, cb_flush_holder(e));
-        cb_event_unlink(e); /* recorded again now: its own record answers from here on */
-    }
+    rc = cb_first_error(rc, cb_flush_holder(e));
+    cb_event_unlink(e); /* recorded again now: its own record answers from here on */
+    safe = safe && cb_event_may_queue(e); /* else its record ends the burst, as a stream call does */
     return cb_first_error(rc, cb_flush_stream(s, ptsz, safe ? CB_WHY_flush_wait : CB_WHY_flush_stream));
 }
 

@@ -249,6 +249,7 @@ void cb_run_clear(struct cb_run *run, struct cb_standin *standin)
     run->reads.n = 0;
     run->feed.has_h2d = 0;
     run->feed.chunk_shape = 0;
+    run->feed.chunk_due = 0;
     run->q.has_host = 0;
     run->q.arm = CB_ARM_STATIC;
 }

@@ -41,6 +41,7 @@ struct cb_feed {
     int has_h2d;       /* the run holds a host-to-device copy */
     size_t chunk_at;   /* the length at which the run is submitted ... */
     unsigned chunk_shape; /* ... computed for these inputs (0: none yet) */
+    int chunk_due;     /* the run reached chunk_at: it goes out when the stream's next copy comes */
 };
 
 /* A run.  Its own lock guards everything below it; the store's lock (run.c)

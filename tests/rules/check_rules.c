@@ -795,7 +795,7 @@ static const struct err_case {
     {"flush_legacy", "err_legacy", "trigger", NULL},
     {"flush_context", "err_context", "trigger", NULL},
     {"flush_hazard", "err_hazard", "trigger", NULL},
-    {"flush_full", "err_full", "copy8", "CUBATCH_MAX_BATCH=8"}, /* the copy that filled the run */
+    {"flush_full", "err_full", "copy9", "CUBATCH_MAX_BATCH=8"}, /* the copy after the one that filled the run */
     {"flush_passthrough", "err_passthrough", "trigger", NULL},
     {"flush_timer", "err_timer", "after", NULL},                 /* nobody waited: the next copy */
     {"flush_slow", "err_slow", "copy2", "CUBATCH_SLOW_NS=10000"}, /* nobody waited: the next copy */
@@ -1337,6 +1337,13 @@ START_TEST(records_join_the_run)
     p = both("marker_sync", kernel_engine);
     STAT_EQ(p.shim, "markers", 63);
     STAT_EQ(p.shim, "kernel_launches", 1);
+    pair_free(&p);
+    /* a full chunk waits for the stream's next copy (rule 7): the record made
+     * after the copy that filled it rides too */
+    const char *chunks[] = {"CUBATCH_MAX_BATCH=16", NULL};
+    p = both("marker_sync", chunks);
+    STAT_EQ(p.shim, "markers", 63);
+    STAT_GE(p.shim, "flush_full", 3);
     pair_free(&p);
 }
 END_TEST
