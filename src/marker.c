@@ -37,8 +37,11 @@ CUresult cb_marker_record(int hook, int ptsz, CUevent e, CUstream s, unsigned in
     *queued = 0;
     /* rule 16: the stream's pending waits come before the record, and every
      * pending wait for this event waits for the record it named */
-    CUresult waited = cb_waits_issue(s);
-    waited = cb_first_error(waited, cb_waits_issue_event(e));
+    CUresult waited = CUDA_SUCCESS;
+    if (CB_UNLIKELY(atomic_load_explicit(&cb_waits_pending_n, memory_order_relaxed))) {
+        waited = cb_waits_issue(s);
+        waited = cb_first_error(waited, cb_waits_issue_event(e));
+    }
     if (cb_runs_locked_here() || !cb_runs_active()) {
         cb_event_unlink(e); /* rule 15: its new record answers from here on */
         return waited; /* nothing is queued anywhere: it goes out as it came */
@@ -65,7 +68,8 @@ CUresult cb_marker_record(int hook, int ptsz, CUevent e, CUstream s, unsigned in
                 claim = cb_event_claim(e, run, run->facts.ctx, &stands);
                 if (claim == 0) {
                     run->q.marks[run->q.nmarks - 1].stands = (unsigned char)stands;
-                    cb_run_set_active(run);
+                    if (!run->marked) /* the only count a marker can change */
+                        cb_run_set_active(run);
                     CB_COUNT(markers);
                     *queued = 1;
                     cb_run_unlock(run);
