@@ -18,6 +18,9 @@
 #              one process, the share of host-to-device copies batched
 #   torch      inproc_ab.py torch
 #   torchload  torch_load.py: side-stream copies beside cuBLAS products
+#   load       run-load.sh: host-to-device copies of a pinned allocation per
+#              block beside nothing and beside cuBLAS products (plain, plain2,
+#              cubatch)
 #   lone       one copy and its synchronize, 201 a process (run-load.sh):
 #              plain, plain2, cubatch, off
 #   pass       copy_path with every copy passing through (CUBATCH_POLICY=d2h:0-max
@@ -27,7 +30,7 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
-bin='' lib='' out='' rounds=7 cpu=3 parts='suite probe events jax torch torchload lone pass'
+bin='' lib='' out='' rounds=7 cpu=3 parts='suite probe events jax torch torchload load lone pass'
 while [ $# -gt 0 ]; do
     case $1 in
     --bin|--lib|--out|--rounds|--cpu|--parts) [ $# -ge 2 ] || { echo "events-campaign: $1 needs a value" >&2; exit 2; } ;;
@@ -106,6 +109,12 @@ jax|torch)
 torchload)
     part "PyTorch side-stream copies beside cuBLAS products (torch_load.py, 15 rounds of on/off/off2)"
     LD_PRELOAD=$lib taskset -c "$cpu" timeout 300 python3 "$here/torch_load.py" --rounds 15 || rc=1 ;;
+load)
+    part "Copies beside compute, a pinned allocation per block (run-load.sh, $rounds rounds)"
+    "$here/run-load.sh" --bin "$bin" --lib "$lib" --out "$raw/load" --rounds "$rounds" \
+        --configs "plain plain2 cubatch" --loads none,gemm --cells h2d-1024x4K-blk,h2d-256x4K-blk,d2h-1024x4K-blk \
+        --cpu "$cpu" >/dev/null || rc=1
+    cat "$raw/load/load.md" ;;
 lone)
     part "Lone copies: one copy and its synchronize, 201 a process ($((2 * rounds + 1)) rounds)"
     "$here/run-load.sh" --bin "$bin" --lib "$lib" --out "$raw/lone" --rounds $((2 * rounds + 1)) --reps 201 \

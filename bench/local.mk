@@ -23,4 +23,4 @@ EXTRA_DIST += \
 EXTRA_DIST += bench/RESULTS.md bench/quick-extras.sh tools/mutants.py
 # CPU only: dlopen/dlsym from threads, plain and preloaded (bench/dl_threads.c is
 # also built by make check, tests/local.mk).
-EXTRA_DIST += bench/dl-threads.sh bench/dl_plugin.c bench/load-campaign.sh
+EXTRA_DIST += bench/dl-threads.sh bench/dl_plugin.c bench/load-campaign.sh bench/events-campaign.sh

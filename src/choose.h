@@ -70,6 +70,8 @@ static inline void cb_segment_copy(struct cb_segment *sg, uintptr_t host_alloc)
 /* The segment's copies have all been issued or submitted on stream: its sample
  * ends (an event recorded after them), and the next copy makes a new choice. */
 void cb_segment_end(struct cb_segment *sg, CUstream stream);
+/* The stream's copies keep the fixed rules: no segment is open. */
+static inline void cb_segment_none(struct cb_segment *sg) { sg->open = 0; }
 /* Forget what was measured in ctx (it goes away). */
 void cb_choose_forget_context(CUcontext ctx);
 /* The report's table: one line per class with a measurement, into buf. */

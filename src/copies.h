@@ -57,7 +57,9 @@ struct cb_fence {
     int legacy_joined; /* the legacy stream already waits for ev_join */
 };
 
-/* What a run's stream is, learned when the run opened (run.c). */
+/* What a run's stream is, learned when the run opened (run.c, cb_run_open);
+ * sm_busy is smwork.c's answer (cb_smwork_note_busy), fence ptds.c's, orphan
+ * run.c's (cb_run_orphan). */
 struct cb_stream_facts {
     CUstream stream;  /* the program's handle; CU_STREAM_PER_THREAD for a per-thread stream */
     CUcontext ctx;

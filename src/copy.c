@@ -50,26 +50,6 @@ static enum cb_stat_id memory_verdict(const struct cb_copy_req *rq, enum cb_dire
 
 /* ---- the pace of a stream ------------------------------------------------------ */
 
-/* Batching saves the program about one microsecond of driver time per copy, but
- * a deferred copy starts late: when the program itself spends several
- * microseconds between copies (a Python loop), the GPU would have run each copy
- * while the next was being issued, and deferring them costs more than it saves
- * (measured: a PyTorch soak ran 13-20% slower).  The timer's looks find such a
- * stream (flush.c: copies joined its run further apart than CUBATCH_SLOW_NS);
- * from then on its copies pass through, each read against the clock for a
- * running mean of the gaps, until they come faster again.  A gap over 100 us is
- * a pause between bursts, not a pace: it ends the slow spell at once.  No clock
- * is read for a stream that is not slow.  Returns 1 while the stream is slow.
- * Its run's lock held. */
-static int still_slow(struct cb_pace *p)
-{
-    uint64_t now = cb_now_ns(), gap = now - p->last_copy_ns;
-    p->last_copy_ns = now;
-    p->pace_ns = gap < 100000u ? (3 * p->pace_ns + gap) / 4 : 0;
-    p->slow = p->pace_ns > cb_opt(CB_OPT_slow_ns);
-    return p->slow;
-}
-
 /* ---- deferring ------------------------------------------------------------------ */
 
 /* May the copy kernel execute this copy on the run's stream?  Both sides are
@@ -94,8 +74,7 @@ static int busy_upload(const struct cb_copy_req *rq, struct cb_run *run)
 {
     if (!run->facts.sm_busy || rq->scls.kind != CB_MEM_HOST || rq->dcls.kind == CB_MEM_HOST || !kernel_may(rq, run))
         return 0;
-    run->facts.sm_busy = cb_smwork_may_delay(&run->facts);
-    return run->facts.sm_busy;
+    return cb_smwork_note_busy(&run->facts);
 }
 
 /* The allocation of the copy's host side (its end: classify.c), which the
@@ -115,11 +94,10 @@ static enum cb_arm choose(const struct cb_copy_req *rq, struct cb_run *run)
     struct cb_stream_facts *f = &run->facts;
     enum cb_direction d = direction(rq->dcls.kind, rq->scls.kind);
     if (!cb_choose_enabled() || f->legacy || f->ptds || (d != CB_D_H2D && d != CB_D_D2H)) {
-        run->seg.open = 0;
+        cb_segment_none(&run->seg);
         return CB_ARM_STATIC;
     }
-    f->sm_busy = cb_smwork_may_delay(f);
-    struct cb_choice_in in = {f->ctx, f->stream, d, rq->bytes, f->sm_busy, kernel_may(rq, run),
+    struct cb_choice_in in = {f->ctx, f->stream, d, rq->bytes, cb_smwork_note_busy(f), kernel_may(rq, run),
                               (unsigned)cb_engine_chunk(0, d == CB_D_H2D, 0)};
     enum cb_arm arm = cb_choose(&run->seg, &in);
     cb_run_set_arm(run, arm);
@@ -178,23 +156,22 @@ static int defer(struct cb_copy_req *rq, CUresult *rc)
         /* a flush nobody waited for kept its error (flush.c): this copy is the
          * stream's next call (one error a call: with the cross flush's, it
          * waits for the next; set_active follows on every path below) */
-        *rc = run->pending;
-        run->pending = CUDA_SUCCESS;
+        *rc = cb_run_take_pending(run);
     }
     if (run->feed.chunk_due && run->q.n > 0) {
         *rc = cb_first_error(*rc, cb_flush_run(run, CB_WHY_flush_full));
-        run->feed.chunks++;
+        cb_run_chunk_sent(run);
     }
     if (cb_flush_closed() || cb_flush_paused()) {
         why = CB_ST_pass_disabled;
         goto pass;
     }
-    if (run->pace.slow && still_slow(&run->pace)) {
+    if (run->pace.slow && cb_run_still_slow(run)) {
         why = CB_ST_pass_slow; /* issued now, after whatever the run holds (pass:) */
         goto pass;
     }
     if (!run->pace.warm && run->q.n == 0) {
-        run->pace.warm = 1;
+        cb_run_burst_begins(run);
         why = CB_ST_pass_first;
         goto pass;
     }
@@ -256,22 +233,10 @@ static int defer(struct cb_copy_req *rq, CUresult *rc)
         cb_segment_copy(sg, host_alloc(rq));
     if (opened)
         cb_timer_arm(run->looks.look_ns);
-    /* The chunks follow the engine the previous submission of this stream
-     * took; what decides the length changes only when the run opens, a copy
-     * outside the kernel's reach or the first host-to-device copy joins, so
-     * it is computed again only then. */
-    struct cb_feed *fd = &run->feed;
-    int kernel_chunks = run->q.kernel_ok && !(run->facts.sm_busy && run->q.has_host);
-    unsigned shape = 1u | (unsigned)kernel_chunks << 1 | (unsigned)fd->has_h2d << 2;
-    if (CB_UNLIKELY(shape != fd->chunk_shape)) {
-        fd->chunk_shape = shape;
-        fd->chunk_at = cb_engine_chunk(kernel_chunks, fd->has_h2d, fd->chunks);
-    }
-    /* pipelining: this chunk goes out when the stream's next copy comes (the
-     * records made after this copy ride with it), the GPU copies it while the
-     * program issues the next */
-    if (run->q.n >= fd->chunk_at)
-        fd->chunk_due = 1;
+    /* pipelining: a run that reached its chunk size goes out when the
+     * stream's next copy comes (the records made after this copy ride with
+     * it); the GPU copies it while the program issues the next */
+    cb_run_feed_copy(run);
     cb_run_set_queued(run);
     cb_run_unlock(run);
     cb_life_arm();

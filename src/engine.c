@@ -195,8 +195,7 @@ static void check_load(const struct cb_copies *c, struct cb_stream_facts *f)
         c->n < cb_opt(CB_OPT_min_run))
         return;
     CB_COUNT(load_checks);
-    f->sm_busy = cb_smwork_may_delay(f);
-    if (f->sm_busy)
+    if (cb_smwork_note_busy(f))
         CB_COUNT(load_copy_engines);
 }
 

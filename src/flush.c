@@ -49,9 +49,9 @@ CUresult cb_flush_run(struct cb_run *run, enum cb_flush_why why)
     CUresult rc = CUDA_SUCCESS;
     unsigned does = cb_flush_does(why);
     if (!(does & CB_FD_KEEPS_BURST))
-        run->pace.warm = 0;
+        cb_run_burst_ends(run);
     if (!(does & CB_FD_CHUNK))
-        run->feed.chunks = 0;
+        cb_run_chunks_end(run);
     int owner = cb_run_is_owner(run), submitted = run->q.n > 0;
     if (run->q.n > 0) {
         cb_bump(&cb_stats_thread()->v[cb_flush_stat(why)], 1);
@@ -73,7 +73,7 @@ CUresult cb_flush_run(struct cb_run *run, enum cb_flush_why why)
     /* an error kept by an earlier flush came first */
     CUresult err = cb_first_error(run->pending, rc);
     int keep = (does & CB_FD_KEEPS_ERROR) != 0;
-    run->pending = keep ? err : CUDA_SUCCESS;
+    cb_run_keep_pending(run, keep ? err : CUDA_SUCCESS);
     cb_run_set_active(run);
     return keep ? CUDA_SUCCESS : err;
 }
@@ -253,7 +253,7 @@ void cb_flush_thread_gone(void)
     struct cb_run *run = cb_store_find(&key);
     if (run) {
         cb_run_lock(run);
-        run->facts.orphan = 1; /* its stream can no longer be named: side stream */
+        cb_run_orphan(run); /* its stream can no longer be named: side stream */
         if (run->q.n > 0)
             cb_flush_run(run, CB_WHY_flush_exit);
         untold(run->pending, "its thread exited");
@@ -286,37 +286,34 @@ uint64_t cb_flush_timer_look(uint64_t now)
     cb_store_lock();
     CB_RUNS_EACH(run, tmp) {
         cb_run_lock(run);
-        struct cb_looks *l = &run->looks;
+        const struct cb_looks *l = &run->looks;
         if (!l->look_ns) {
             cb_run_unlock(run);
             continue;
         }
         if (now >= l->look_ns) {
-            uint64_t joined = run->feed.issued - l->issued_looked, span = now - l->looked_ns;
-            l->issued_looked = run->feed.issued;
-            l->looked_ns = now;
+            uint64_t joined, span;
+            cb_run_looked(run, now, &joined, &span);
             if (run->q.n > 0) {
                 /* nobody waits for these flushes: their rows keep the error
                  * for the stream's next call (stats.def) */
                 if (joined && span / joined > cb_opt(CB_OPT_slow_ns)) {
                     cb_flush_run(run, CB_WHY_flush_slow);
-                    run->pace.slow = 1;
-                    run->pace.pace_ns = span / joined;
-                    run->pace.last_copy_ns = now;
+                    cb_run_found_slow(run, span / joined, now);
                 } else if (!joined || now - l->opened_ns >= max_wait) {
                     cb_flush_run(run, CB_WHY_flush_timer);
                 }
             }
             if (run->q.n == 0 && !joined) {
-                l->look_ns = 0; /* quiet: the looks end until its next run opens */
+                cb_run_look_at(run, 0); /* quiet: the looks end until its next run opens */
                 cb_run_unlock(run);
                 continue;
             }
             uint64_t half = (now - l->burst_ns) / 2;
-            l->look_ns = now + (half > g ? half : g);
+            cb_run_look_at(run, now + (half > g ? half : g));
         }
         if (run->q.n > 0 && l->opened_ns + max_wait < l->look_ns)
-            l->look_ns = l->opened_ns + max_wait;
+            cb_run_look_at(run, l->opened_ns + max_wait);
         if (!next || l->look_ns < next)
             next = l->look_ns;
         cb_run_unlock(run);

@@ -63,19 +63,17 @@ CUresult cb_marker_record(int hook, int ptsz, CUevent e, CUstream s, unsigned in
             struct cb_run *run = cb_run_lock_key(&key, 0, NULL);
             int defer = run && run->q.n > 0 && (sk == CB_SK_CREATED || cur == run->facts.ctx);
             int claim = -1, stands = 0;
-            struct cb_marker m = {e, s, flags, (unsigned char)hook, 0};
-            if (defer && !cb_run_mark(run, &m)) {
+            if (defer && !cb_run_mark_room(run)) {
                 claim = cb_event_claim(e, run, run->facts.ctx, &stands);
                 if (claim == 0) {
-                    run->q.marks[run->q.nmarks - 1].stands = (unsigned char)stands;
-                    if (!run->marked) /* the only count a marker can change */
-                        cb_run_set_active(run);
+                    struct cb_marker m = {e, s, flags, (unsigned char)hook, (unsigned char)stands};
+                    cb_run_mark(run, &m);
                     CB_COUNT(markers);
                     *queued = 1;
                     cb_run_unlock(run);
                     return rc;
                 }
-                run->q.nmarks--; /* not this event's, or an older record sits in another run */
+                /* claim 1: an older record sits in another run; -1: not queueable */
             }
             if (run)
                 cb_run_unlock(run);

@@ -374,7 +374,7 @@ int cb_run_append(struct cb_run *run, const struct cb_copy_req *rq)
     return 0;
 }
 
-int cb_run_mark(struct cb_run *run, const struct cb_marker *m)
+int cb_run_mark_room(struct cb_run *run)
 {
     if (run->q.nmarks == run->q.capmarks) {
         size_t cap = run->q.capmarks ? 2 * run->q.capmarks : 8;
@@ -384,8 +384,14 @@ int cb_run_mark(struct cb_run *run, const struct cb_marker *m)
         run->q.marks = p;
         run->q.capmarks = cap;
     }
-    run->q.marks[run->q.nmarks++] = *m;
     return 0;
+}
+
+void cb_run_mark(struct cb_run *run, const struct cb_marker *m)
+{
+    run->q.marks[run->q.nmarks++] = *m;
+    if (!run->marked) /* the only count a marker can change */
+        cb_run_set_active(run);
 }
 
 void cb_forget_context_runs(CUcontext ctx)
@@ -449,3 +455,70 @@ void cb_runs_atfork_child(void)
     mutex_init(&cb_store_mu);
     cb_tls_held = 0;
 }
+
+/* ---- the run's own state, written here only (run.h) ----------------------------- */
+
+CUresult cb_run_take_pending(struct cb_run *run)
+{
+    CUresult rc = run->pending;
+    run->pending = CUDA_SUCCESS;
+    return rc;
+}
+
+void cb_run_keep_pending(struct cb_run *run, CUresult err) { run->pending = err; }
+
+void cb_run_burst_begins(struct cb_run *run) { run->pace.warm = 1; }
+
+void cb_run_burst_ends(struct cb_run *run) { run->pace.warm = 0; }
+
+int cb_run_still_slow(struct cb_run *run)
+{
+    struct cb_pace *p = &run->pace;
+    uint64_t now = cb_now_ns(), gap = now - p->last_copy_ns;
+    p->last_copy_ns = now;
+    p->pace_ns = gap < 100000u ? (3 * p->pace_ns + gap) / 4 : 0;
+    p->slow = p->pace_ns > cb_opt(CB_OPT_slow_ns);
+    return p->slow;
+}
+
+void cb_run_found_slow(struct cb_run *run, uint64_t pace_ns, uint64_t now)
+{
+    run->pace.slow = 1;
+    run->pace.pace_ns = pace_ns;
+    run->pace.last_copy_ns = now;
+}
+
+int cb_run_feed_copy(struct cb_run *run)
+{
+    /* The chunks follow the engine the previous submission of this stream
+     * took; what decides the length changes only when the run opens, a copy
+     * outside the kernel's reach or the first host-to-device copy joins, so
+     * it is computed again only then. */
+    struct cb_feed *fd = &run->feed;
+    int kernel_chunks = run->q.kernel_ok && !(run->facts.sm_busy && run->q.has_host);
+    unsigned shape = 1u | (unsigned)kernel_chunks << 1 | (unsigned)fd->has_h2d << 2;
+    if (CB_UNLIKELY(shape != fd->chunk_shape)) {
+        fd->chunk_shape = shape;
+        fd->chunk_at = cb_engine_chunk(kernel_chunks, fd->has_h2d, fd->chunks);
+    }
+    if (run->q.n >= fd->chunk_at)
+        fd->chunk_due = 1;
+    return fd->chunk_due;
+}
+
+void cb_run_chunk_sent(struct cb_run *run) { run->feed.chunks++; }
+
+void cb_run_chunks_end(struct cb_run *run) { run->feed.chunks = 0; }
+
+void cb_run_orphan(struct cb_run *run) { run->facts.orphan = 1; }
+
+void cb_run_looked(struct cb_run *run, uint64_t now, uint64_t *joined, uint64_t *span)
+{
+    struct cb_looks *l = &run->looks;
+    *joined = run->feed.issued - l->issued_looked;
+    *span = now - l->looked_ns;
+    l->issued_looked = run->feed.issued;
+    l->looked_ns = now;
+}
+
+void cb_run_look_at(struct cb_run *run, uint64_t at) { run->looks.look_ns = at; }

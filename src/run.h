@@ -18,14 +18,16 @@ struct cb_run_key {
                        * context for a legacy stream, else 0 */
 };
 
-/* The pace of a stream (copy.c, still_slow; the timer's looks set it). */
+/* The pace of a stream.  Written by run.c only (cb_run_still_slow, _found_slow,
+ * _burst_begins, _burst_ends), as copy.c and flush.c decide. */
 struct cb_pace {
     int warm;          /* a burst is under way: the first copy passed through, the next join the run */
     int slow;          /* copies come too slowly to batch: they pass through, each timed */
     uint64_t last_copy_ns, pace_ns; /* while slow: the last copy, the running mean gap */
 };
 
-/* The timer's looks at a stream (flush.c, cb_flush_timer_look). */
+/* The timer's looks at a stream.  Written by run.c only (cb_run_open,
+ * cb_run_looked, cb_run_look_at); flush.c's cb_flush_timer_look decides. */
 struct cb_looks {
     uint64_t opened_ns;      /* when the run opened: the age bound */
     uint64_t burst_ns;       /* when the looks began */
@@ -34,7 +36,9 @@ struct cb_looks {
     uint64_t issued_looked;  /* issued at the previous look */
 };
 
-/* What the engines' choices need of the run as it grows (copy.c, engine.c). */
+/* What the engines' choices need of the run as it grows.  Written by run.c
+ * only (cb_run_append, cb_run_feed_copy, cb_run_chunk_sent, cb_run_chunks_end,
+ * cb_run_clear). */
 struct cb_feed {
     uint64_t issued;   /* copies ever queued on this stream */
     unsigned chunks;   /* chunk submissions in a row (pipelining) */
@@ -47,7 +51,11 @@ struct cb_feed {
 /* A run.  Its own lock guards everything below it; the store's lock (run.c)
  * guards hh, live and the table.  Never freed while the process lives: a
  * removed run is cleared and kept for reuse, so a stale pointer to it (a
- * thread's last-run cache, an event's holder) stays safe to lock. */
+ * thread's last-run cache, an event's holder) stays safe to lock.  Written by
+ * run.c only, except: facts.sm_busy (smwork.c, cb_smwork_note_busy),
+ * facts.fence (ptds.c, the per-thread stream's fences), seg (choose.c) and the
+ * copies' arm (cb_run_set_arm); other files read it under its lock and change
+ * it through run.c's functions. */
 struct cb_run {
     UT_hash_handle hh;
     atomic_int mu;                /* its lock: 0 free, 1 taken, 2 taken with waiters (run.c) */
@@ -62,7 +70,7 @@ struct cb_run {
     int queued;                   /* counted in cb_runs_nonempty() */
     int marked;                   /* holds markers: counted in cb_runs_marked() */
     int blocking_active;          /* counted in cb_runs_blocking_active() */
-    CUresult pending; /* error of a flush made on this stream's behalf, not yet reported */
+    CUresult pending; /* error of a flush made on this stream's behalf, not yet reported (cb_run_keep_pending) */
     struct cb_pace pace;
     struct cb_looks looks;
     struct cb_feed feed;
@@ -139,10 +147,42 @@ static inline int cb_run_hazard(const struct cb_run *run, const struct cb_copy_r
 {
     return cb_hazard(&run->writes, &run->reads, rq->dst, rq->src, rq->bytes);
 }
-/* Queue an event record after the copies queued so far (rule 11; marker.c);
- * -1 out of memory (nothing queued). */
-int cb_run_mark(struct cb_run *run, const struct cb_marker *m);
+/* Queue an event record after the copies queued so far (rule 11; marker.c):
+ * room for one more first (-1: out of memory), then the record, which the
+ * room made sure cannot fail. */
+int cb_run_mark_room(struct cb_run *run);
+void cb_run_mark(struct cb_run *run, const struct cb_marker *m);
 void cb_run_clear(struct cb_run *run, struct cb_standin *standin); /* after a submission (standin: engine.c's, or NULL) */
+
+/* The run's own state is written here only; each call below is one change of
+ * it, made under the run's lock by the file that decides it. */
+CUresult cb_run_take_pending(struct cb_run *run);      /* the error kept for the stream's next call, now told */
+void cb_run_keep_pending(struct cb_run *run, CUresult err); /* ... kept (flush.c) */
+void cb_run_burst_begins(struct cb_run *run);          /* its first copy passed through (rule 8) */
+void cb_run_burst_ends(struct cb_run *run);            /* a call named the stream */
+/* Batching saves the program about one microsecond of driver time per copy, but
+ * a deferred copy starts late: when the program itself spends several
+ * microseconds between copies (a Python loop), the GPU would have run each copy
+ * while the next was being issued, and deferring them costs more than it saves.
+ * The timer's looks find such a stream (flush.c: copies joined its run further
+ * apart than CUBATCH_SLOW_NS: cb_run_found_slow); from then on its copies pass
+ * through, each read against the clock for a running mean of the gaps, until
+ * they come faster again.  A gap over 100 us is a pause between bursts, not a
+ * pace: it ends the slow spell at once.  No clock is read for a stream that is
+ * not slow.  cb_run_still_slow: 1 while the stream is slow. */
+int cb_run_still_slow(struct cb_run *run);
+void cb_run_found_slow(struct cb_run *run, uint64_t pace_ns, uint64_t now);
+/* A copy joined: the chunk length (by the engine its previous submission took)
+ * computed again when what decides it changed; 1 when the run reached it and
+ * goes out when the stream's next copy comes. */
+int cb_run_feed_copy(struct cb_run *run);
+void cb_run_chunk_sent(struct cb_run *run);  /* a chunk went out: the next is longer */
+void cb_run_chunks_end(struct cb_run *run);  /* a flush that ends the growth */
+void cb_run_orphan(struct cb_run *run);      /* its per-thread stream's owner exited */
+/* The timer looks at it (flush.c): copies joined and time passed since its
+ * previous look; the next look at `at` (0: none until a run opens). */
+void cb_run_looked(struct cb_run *run, uint64_t now, uint64_t *joined, uint64_t *span);
+void cb_run_look_at(struct cb_run *run, uint64_t at);
 /* What the measured choice gave the copies queued from now on (choose.c). */
 static inline void cb_run_set_arm(struct cb_run *run, enum cb_arm arm) { run->q.arm = (unsigned char)arm; }
 void cb_run_set_active(struct cb_run *run); /* after any change of q.n, pending, fences */

@@ -247,3 +247,9 @@ void cb_smwork_atfork_child(void)
     atomic_store(&cb_busy_any, 0);
     pthread_mutex_init(&cb_busy_mu, NULL);
 }
+
+int cb_smwork_note_busy(struct cb_stream_facts *f)
+{
+    f->sm_busy = cb_smwork_may_delay(f);
+    return f->sm_busy;
+}

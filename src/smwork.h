@@ -28,6 +28,8 @@ void cb_smwork_forget_stream(CUstream s);
  * would not have waited for without cubatch.  Asks the driver about each
  * counted stream (one query each) and forgets those found idle. */
 int cb_smwork_may_delay(const struct cb_stream_facts *f);
+/* The same answer kept in f->sm_busy (its one writer) and returned. */
+int cb_smwork_note_busy(struct cb_stream_facts *f);
 void cb_smwork_atfork_child(void);
 
 #endif /* CUBATCH_SMWORK_H */

@@ -24,6 +24,14 @@ bench_dl_threads_LDADD = -ldl -lpthread
 TESTS += tests/package/check_design_refs.sh
 EXTRA_DIST += tests/package/check_design_refs.sh docs/design.md docs/guide.md docs/testing.md docs/contributing.md
 
+# The README names only paths of the tree and speed-ups bench/RESULTS.md records.
+TESTS += tests/package/check_readme.sh
+EXTRA_DIST += tests/package/check_readme.sh
+
+# Every mutant of tools/mutants.py still finds the text it breaks.
+TESTS += tests/package/check_mutants.sh
+EXTRA_DIST += tests/package/check_mutants.sh
+
 # The Debian package names the project's license, in LICENSE's words.
 TESTS += tests/package/check_license.sh
 EXTRA_DIST += tests/package/check_license.sh

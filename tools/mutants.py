@@ -4,17 +4,20 @@
 Each mutant is one textual change to src/; the library is rebuilt, the rule tests
 (tests/check_rules, tests/check_units) run, and the mutant must make at least one
 of them fail.  The source is restored afterwards, whatever happens.
-Usage (from a configured build tree = source tree): tools/mutants.py [NAME...]  (no name: all; --help: the list)"""
+Usage (from a configured build tree = source tree): tools/mutants.py [NAME...]  (no name: all; --help: the list)
+tools/mutants.py --check [SRCDIR]: only that every mutant's text is found exactly once in
+SRCDIR (default .), nothing built; make check runs it (tests/package/check_mutants.sh),
+so a change that moves a mutant's text fails until the mutant follows it."""
 import subprocess, sys, pathlib
 
 MUTANTS = {
     # name: (file, original text, broken text, rule)
     "no-hazard-check": ("src/run.h", "    return cb_hazard(&run->writes, &run->reads, rq->dst, rq->src, rq->bytes);",
                         "    (void)run; (void)rq; return 0;", "rule 5"),
-    "stream-calls-do-not-flush": ("src/hooks.c", "#define CB_FLUSH_ARG(aarg, ptsz) cb_flush_stream(CB_EXPAND aarg, ptsz, CB_WHY_flush_stream)",
-                                  "#define CB_FLUSH_ARG(aarg, ptsz) ((void)(CB_EXPAND aarg), CUDA_SUCCESS)", "rule 6"),
-    "context-calls-do-not-flush": ("src/hooks.c", "    CB_WRAPPER(name, params, args, cb_flush_all(CB_WHY_flush_context), (void)0)",
-                                   "    CB_WRAPPER(name, params, args, CUDA_SUCCESS, (void)0)", "rule 6"),
+    "stream-calls-do-not-flush": ("src/hooks.c", "#define CB_FLUSH_ARG(aarg, ptsz) cb_named(CB_EXPAND aarg, ptsz)",
+        "#define CB_FLUSH_ARG(aarg, ptsz) ((void)(CB_EXPAND aarg), CUDA_SUCCESS)", "rule 6"),
+    "context-calls-do-not-flush": ("src/hooks.c", "    CB_WRAPPER(name, params, args, cb_named_all(), (void)0)",
+        "    CB_WRAPPER(name, params, args, CUDA_SUCCESS, (void)0)", "rule 6"),
     "legacy-does-not-flush": ("src/flush.c", "CUresult cb_flush_legacy(void) { return flush_unless_idle(CB_BLOCKING_RUNS, CB_WHY_flush_legacy); }",
                               "CUresult cb_flush_legacy(void) { return (void)flush_unless_idle, CUDA_SUCCESS; }", "rule 3"),
     "capture-ignored": ("src/copy.c", "        if (run->facts.capturing) {", "        if (0) {", "rule 2"),
@@ -22,10 +25,10 @@ MUTANTS = {
                                  "        if (!run->active || !matches(run, which) || (run->facts.ptds && !cb_run_is_owner(run))) {", "rule 4"),
     "ptds-no-legacy-join": ("src/ptds.c", "    CUresult rc = join_in(f, CU_STREAM_LEGACY);", "    CUresult rc = CUDA_SUCCESS;", "rule 4"),
     "no-timer": ("src/timer.c", "        uint64_t next = cb_flush_timer_look(cb_now_ns());", "        uint64_t next = 0;", "rule 7"),
-    "no-chunking": ("src/copy.c", "    if (run->q.n >= fd->chunk_at)\n        fd->chunk_due = 1;", "    if (0)\n        fd->chunk_due = 1;", "rule 7"),
-    "chunk-before-its-records": ("src/copy.c", "    if (run->q.n >= fd->chunk_at)\n        fd->chunk_due = 1;",
-                                 "    if (run->q.n >= fd->chunk_at) {\n        *rc = cb_first_error(*rc, cb_flush_run(run, CB_WHY_flush_full));\n        fd->chunks++;\n    }",
-                                 "rule 7 (a full chunk waits for the stream's next copy, its records ride)"),
+    "no-chunking": ("src/run.c", "    if (run->q.n >= fd->chunk_at)\n        fd->chunk_due = 1;",
+        "    if (0)\n        fd->chunk_due = 1;", "rule 7"),
+    "chunk-before-its-records": ("src/copy.c", "    cb_run_feed_copy(run);",
+        "    if (cb_run_feed_copy(run)) {\n        *rc = cb_first_error(*rc, cb_flush_run(run, CB_WHY_flush_full));\n        cb_run_chunk_sent(run);\n    }", "rule 7 (a full chunk waits for the stream's next copy, its records ride)"),
     "min-run-ignored": ("src/engine.c", "    return (!f->legacy || to_copy_engines(c, f)) && c->n >= cb_opt(CB_OPT_min_run);",
                         "    return (!f->legacy || to_copy_engines(c, f)) && c->n >= 1;", "rule 8"),
     "no-replay": ("src/engine.c", "            rc = replay(e, c, off, cnt, side, rc);", "            (void)replay;", "rule 9"),
@@ -37,7 +40,8 @@ MUTANTS = {
                                        "rule 9 (a kept error at the stream's next call)"),
     "later-error-wins": ("src/internal.h", "return kept != CUDA_SUCCESS ? kept : rc; }", "return rc != CUDA_SUCCESS ? rc : kept; }",
                          "rule 9 (the first error is the one reported)"),
-    "no-exit-flush": ("src/life.c", "static void at_exit(void) { cb_flush_exit(); }", "static void at_exit(void) { }", "rule 10"),
+    "no-exit-flush": ("src/life.c", "    cb_waits_issue_all(); /* rule 16: nothing the program asked for is left out */\n    cb_flush_exit();",
+        "    cb_waits_issue_all(); /* rule 16: nothing the program asked for is left out */", "rule 10"),
     "no-fork-flush": ("src/flush.c", "    flush_matching(CB_ALL_RUNS, CB_WHY_flush_exit); /* the parent loses nothing */", "    /* mutant */", "rule 10"),
     "pageable-deferred": ("src/copy.c", "    if (rq->dcls.kind == CB_MEM_UNKNOWN || rq->scls.kind == CB_MEM_UNKNOWN)\n        return CB_ST_pass_pageable;",
                           "    if (0)\n        return CB_ST_pass_pageable;", "rule 1"),
@@ -72,27 +76,28 @@ MUTANTS = {
     "one-kernel-module-for-all-contexts": ("src/engine_kernel.c", "    HASH_FIND_PTR(cb_kctxs, &f->ctx, k);\n    if (k)\n        return k->mod ? k : NULL;",
                                            "    k = cb_kctxs;\n    if (k)\n        return k->mod ? k : NULL;", "kernel module per context"),
     "kernel-module-outlives-its-context": ("src/context.c", "        cb_forget_context_kernel(f->ctx);\n", "", "kernel module per context"),
-    "marker-before-copies": ("src/engine.c", "    CUresult rc = submit_on(c, f, NULL);\n    CUresult mk = cb_loop_engine_markers(c, NULL); /* rule 11: after every copy */",
-                             "    CUresult mk = cb_loop_engine_markers(c, NULL);\n    CUresult rc = submit_on(c, f, NULL);", "rule 11 (a marker only moves later)"),
-    "side-marker-before-copies": ("src/engine.c", "    CUresult sub = submit_on(c, f, side);\n    CUresult mk = cb_loop_engine_markers(c, side); /* rule 11: after every copy, before the join */",
-                                  "    CUresult mk = cb_loop_engine_markers(c, side);\n    CUresult sub = submit_on(c, f, side);", "rule 11 (per-thread run on the side stream)"),
+    "marker-before-copies": ("src/engine.c", "    CUresult rc = submit_on(c, f, NULL);\n    CUevent none = NULL; /* no stand-in from a context that could not be made current */\n    CUresult mk = entered == CUDA_SUCCESS ? submit_markers(c, f->ctx, NULL, made) /* rule 11: after every copy */\n                                          : cb_loop_engine_markers(c, NULL, &none);\n",
+        "    CUevent none = NULL;\n    CUresult mk = entered == CUDA_SUCCESS ? submit_markers(c, f->ctx, NULL, made)\n                                          : cb_loop_engine_markers(c, NULL, &none);\n    CUresult rc = submit_on(c, f, NULL);\n", "rule 11 (a marker only moves later)"),
+    "side-marker-before-copies": ("src/engine.c", "    CUresult sub = submit_on(c, f, side);\n    CUresult mk = submit_markers(c, f->ctx, side, made); /* rule 11: after every copy, before the join */",
+        "    CUresult mk = submit_markers(c, f->ctx, side, made);\n    CUresult sub = submit_on(c, f, side);", "rule 11 (per-thread run on the side stream)"),
     "event-observer-does-not-flush": ("src/hooks.c", "    CB_WRAPPER(name, params, args, cb_event_observe(CB_EXPAND aarg), (void)0)",
                                       "    CB_WRAPPER(name, params, args, CUDA_SUCCESS, (void)0)", "rule 11 (observers)"),
-    "elapsed-start-ignored": ("src/marker.c", "    CUresult rc = flush_holder(a);\n    if (b)\n        rc = cb_first_error(rc, flush_holder(b));", "    CUresult rc = flush_holder(b ? b : a);", "rule 11 (either event of an elapsed time)"),
-    "wait-ignores-the-event": ("src/marker.c", "    CUresult rc = cb_event_observe(e, NULL);\n    return cb_first_error(rc, cb_flush_stream(s, ptsz, CB_WHY_flush_wait));",
-                               "    (void)e;\n    return cb_flush_stream(s, ptsz, CB_WHY_flush_wait);", "rule 11 (a wait on any stream)"),
-    "destroy-does-not-flush": ("src/hooks.c", "    CB_WRAPPER(name, params, args, cb_event_observe(CB_EXPAND aarg, NULL), cb_event_forget(CB_EXPAND aarg, rc))",
-                               "    CB_WRAPPER(name, params, args, CUDA_SUCCESS, cb_event_forget(CB_EXPAND aarg, rc))", "rule 11 (destroy)"),
-    "new-record-keeps-older": ("src/event.c", "    int ok = ev && (!ev->run || ev->run == run);", "    int ok = ev != NULL;",
-                               "rule 11 (a new record of the same event)"),
-    "interprocess-event-deferred": ("src/marker.c", "    int safe = ev && !(ev->flags & CU_EVENT_INTERPROCESS) && flags == 0",
-                                    "    int safe = ev && flags == 0", "rule 11 (interprocess events pass)"),
-    "external-record-deferred": ("src/marker.c", "    int safe = ev && !(ev->flags & CU_EVENT_INTERPROCESS) && flags == 0",
-                                 "    int safe = ev && !(ev->flags & CU_EVENT_INTERPROCESS)", "rule 11 (external records pass)"),
+    "elapsed-start-ignored": ("src/marker.c", "        rc = cb_flush_holder(a);\n        if (b)\n            rc = cb_first_error(rc, cb_flush_holder(b));",
+        "        rc = cb_flush_holder(b ? b : a);", "rule 11 (either event of an elapsed time)"),
+    "wait-ignores-the-event": ("src/marker.c", "    rc = cb_first_error(rc, cb_event_flush_holder(*e));",
+        "    (void)0;", "rule 11 (a wait on any stream)"),
+    "destroy-does-not-flush": ("src/hooks.c", "    CB_WRAPPER(name, params, args, cb_event_before_forget(CB_EXPAND aarg), cb_event_forget(CB_EXPAND aarg, rc))",
+        "    CB_WRAPPER(name, params, args, CUDA_SUCCESS, cb_event_forget(CB_EXPAND aarg, rc))", "rule 11 (destroy)"),
+    "new-record-keeps-older": ("src/event.c", "? -1 : ev->run && ev->run != run ? 1 : 0;",
+        "? -1 : 0;", "rule 11 (a new record of the same event)"),
+    "interprocess-event-deferred": ("src/event.c", "    int rc = !ev || (ev->flags & CU_EVENT_INTERPROCESS) || ev->ctx != ctx",
+        "    int rc = !ev || ev->ctx != ctx", "rule 11 (interprocess events pass)"),
+    "external-record-deferred": ("src/marker.c", "    int safe = flags == 0 && !cb_flush_closed() && !cb_flush_paused();",
+        "    int safe = !cb_flush_closed() && !cb_flush_paused();", "rule 11 (external records pass)"),
     "graph-launch-ignores-markers": ("src/marker.c", "            if (run->q.nmarks > 0)\n                rc = cb_first_error(rc, cb_flush_run(run, CB_WHY_flush_event));",
                                      "            if (0)\n                rc = cb_first_error(rc, cb_flush_run(run, CB_WHY_flush_event));", "rule 11 (graph launch)"),
-    "launch-config-events-ignored": ("src/marker.c", "    if (cfg && cfg->attrs && !cb_runs_locked_here() && cb_runs_marked()) {",
-                                     "    if (0) {", "rule 11 (launch attributes)"),
+    "launch-config-events-ignored": ("src/marker.c", "    if (cfg && cfg->attrs && !cb_runs_locked_here() &&",
+        "    if (0 && cfg && cfg->attrs && !cb_runs_locked_here() &&", "rule 11 (launch attributes)"),
     "wait-ends-the-burst": ("src/stats.def", "CB_FLUSH(flush_wait,        CB_FD_CALL | CB_FD_JOINS_LEGACY | CB_FD_KEEPS_BURST | CB_FD_MARK,",
                             "CB_FLUSH(flush_wait,        CB_FD_CALL | CB_FD_JOINS_LEGACY | CB_FD_MARK,", "rule 11 (a wait ends a run, not the burst)"),
     "pass-through-ignores-hazard": ("src/flush.c", "    if (run && run->q.n > 0 && cb_run_hazard(run, rq))\n        fe = cb_first_error(fe, cb_flush_run(run, CB_WHY_flush_hazard));",
@@ -132,21 +137,22 @@ MUTANTS = {
                                    "rule 14 (a reader racing a writer throws its answer away)"),
     "choice-ignores-costs": ("src/choose.c", "            (best == CB_ARM_STATIC || k->arm[a].ns_per_copy < k->arm[best].ns_per_copy))",
                              "            (best == CB_ARM_STATIC))", "section 5 (the measured choice takes the cheapest arm)"),
-    "choice-samples-during-capture": ("src/choose.c", "    int captures = cb_captures_active(); /* rule 13: no call of ours while one runs */",
-                                      "    int captures = 0;", "rule 13 (no timing calls while a capture runs)"),
+    "choice-samples-during-capture": ("src/choose.c", "    int captures = cb_captures_active();",
+        "    int captures = 0;", "rule 13 (no timing calls while a capture runs)"),
     "choice-never-probes": ("src/choose.c", "        if (k->segments >= c->next_probe) {", "        if (0) {",
                             "section 5 (a losing arm is tried again)"),
     "context-flush-skips-a-stream": ("src/flush.c", "        if (!run->active || !matches(run, which)) {",
                                      "        if (!run->active || !matches(run, which) || !run->hh.next) {", "rule 6 (every run, every stream)"),
     "merged-event-not-answered": ("src/marker.c", "    if (an->standin)\n        *e = an->standin->ev;", "    if (0)\n        *e = an->standin->ev;",
                                   "rule 15 (answered from the stand-in)"),
-    "merged-event-kept-on-rerecord": ("src/marker.c", "        cb_event_unlink(e); /* recorded again now", "        (void)e; /* recorded again now",
-                                      "rule 15 (a new record ends the link)"),
+    "merged-event-kept-on-rerecord": ("src/marker.c", "    cb_event_unlink(e); /* recorded again now",
+        "    (void)e; /* recorded again now", "rule 15 (a new record ends the link)"),
     "merged-event-never-recorded-late": ("src/marker.c", "        record_late(e, si, 0);", "        cb_event_unhold(e, si, 1);",
                                          "rule 15 (a call that keeps the event gets its own record)"),
     "graph-launch-leaves-merged-events": ("src/marker.c", "    while (!cb_runs_locked_here() && atomic_load_explicit(&cb_events_linked",
                                           "    while (0 && atomic_load_explicit(&cb_events_linked", "rule 15 (a graph may wait for any event)"),
-    "timing-events-merged": ("src/marker.c", "ev->flags == CU_EVENT_DISABLE_TIMING};", "1};", "rule 15 (timing events keep their records)"),
+    "timing-events-merged": ("src/event.c", "        *stands = ev->flags == CU_EVENT_DISABLE_TIMING;",
+        "        *stands = 1;", "rule 15 (timing events keep their records)"),
     "copy-ignores-pending-waits": ("src/copy.c", "        waited = cb_waits_issue(stream);", "        (void)0;",
                                    "rule 16 (a copy on the waiting stream)"),
     "named-stream-ignores-pending-waits": ("src/hooks.c", "    CUresult fe = cb_waits_issue(s);\n    return cb_first_error(fe, cb_flush_stream(s, ptsz, CB_WHY_flush_stream));",
@@ -156,14 +162,27 @@ MUTANTS = {
                                        "rule 16 (a wait is for the record it named)"),
     "destroy-ignores-pending-waits": ("src/marker.c", "    CUresult rc = cb_waits_issue_event(e); /* rule 16: they wait for its last record */",
                                       "    CUresult rc = CUDA_SUCCESS;", "rule 16 (a wait is for the record it named)"),
-    "waits-met-unasked": ("src/marker.c", "    int met = !cb_captures_active() && cb_drv.cuEventQuery(si ? si->ev : e) == CUDA_SUCCESS;",
-                          "    int met = 1;", "rule 16 (only a complete event's wait is dropped)"),
+    "waits-met-unasked": ("src/marker.c", "    int met = !cb_captures_active() && !cb_stream_blocking(s, CB_SK_CREATED) &&\n              cb_drv.cuEventQuery(si ? si->ev : e) == CUDA_SUCCESS;",
+        "    int met = !cb_captures_active() && !cb_stream_blocking(s, CB_SK_CREATED);", "rule 16 (only a complete event's wait is dropped)"),
 }
 
 def sh(cmd):
     return subprocess.run(cmd, shell=True, capture_output=True, text=True)
 
+def check(top):
+    stale = []
+    for name, (path, old, _, _) in MUTANTS.items():
+        n = (pathlib.Path(top) / path).read_text().count(old)
+        if n != 1:
+            stale.append(f"{name}: its text is found {n} times in {path}")
+    for line in stale:
+        print(line)
+    print(f"{len(MUTANTS) - len(stale)} of {len(MUTANTS)} mutants apply")
+    return 1 if stale else 0
+
 def main():
+    if sys.argv[1:2] == ["--check"]:
+        return check(sys.argv[2] if len(sys.argv) > 2 else ".")
     if any(a in ("-h", "--help") for a in sys.argv[1:]):
         print(__doc__)
         print("mutants (name: rule):")

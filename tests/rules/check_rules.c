@@ -1454,6 +1454,11 @@ START_TEST(records_others_may_see_pass_through)
     STAT_EQ(p.shim, "batches", 0);
     ck_assert_int_eq(num_of(&p.shim, "records_reaching_the_driver_before_the_observer: "), 64);
     pair_free(&p);
+    /* ... also in the middle of a run that holds copies */
+    p = both("marker_interprocess_mid", NULL);
+    STAT_EQ(p.shim, "markers", 0);
+    ck_assert_int_eq(num_of(&p.shim, "records_reaching_the_driver_at_once: "), 1);
+    pair_free(&p);
     /* an external record */
     p = both("marker_external", NULL);
     STAT_EQ(p.shim, "markers", 0);

@@ -1912,6 +1912,27 @@ static void sc_marker_interprocess(void)
     marker_check(&m, "after the stream sync");
 }
 
+/* one interprocess record in the middle of a run: it goes out at once, after
+ * the copies before it, however the run got there */
+static void sc_marker_interprocess_mid(void)
+{
+    unsigned char *src = malloc(N * SZ), *out = pinned(N * SZ);
+    fill(src, N * SZ, 69);
+    CUdeviceptr d = devfilled(src, N * SZ);
+    CUstream s = mkstream(CU_STREAM_NON_BLOCKING);
+    CUevent ipc;
+    CK(cuEventCreate(&ipc, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING));
+    for (int i = 0; i < N; i++) {
+        CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * SZ, d + (size_t)i * SZ, SZ, s));
+        if (i == N / 2)
+            CK(cuEventRecord(ipc, s));
+    }
+    printf("records_reaching_the_driver_at_once: %lu\n", sim_count("cuEventRecord"));
+    CK(cuStreamSynchronize(s));
+    expect("copies around an interprocess record", out, src, N * SZ);
+    free(src);
+}
+
 static void sc_marker_external(void)
 {
     struct marker_setup m;
@@ -2920,6 +2941,7 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"marker_launch_config", sc_marker_launch_config}, {"marker_graph_launch", sc_marker_graph_launch},
     {"marker_interprocess", sc_marker_interprocess}, {"marker_external", sc_marker_external},
     {"marker_ptds", sc_marker_ptds},   {"marker_legacy", sc_marker_legacy}, {"marker_timer", sc_marker_timer},
+    {"marker_interprocess_mid", sc_marker_interprocess_mid},
     {"merged_sync", sc_merged_sync},   {"merged_query", sc_merged_query}, {"merged_wait", sc_merged_wait},
     {"merged_rerecord", sc_merged_rerecord}, {"merged_destroy", sc_merged_destroy},
     {"merged_graph_node", sc_merged_graph_node}, {"merged_elapsed", sc_merged_elapsed},
