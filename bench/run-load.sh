@@ -8,7 +8,8 @@
 #
 # Configurations: plain (no preload), plain2 (no preload again: the A/A
 # column), cubatch (defaults), batch (CUBATCH_ENGINE=batch), kernel
-# (CUBATCH_ENGINE=kernel), fixed (CUBATCH_MEASURE=0: the fixed rules instead
+# (CUBATCH_ENGINE=kernel), prev (defaults, the library $CB_PREV_LIB names: an
+# A/B of two libraries in one run), fixed (CUBATCH_MEASURE=0: the fixed rules instead
 # of the measured choice), overlap (CUBATCH_ENGINE=batch CUBATCH_OVERLAP=1),
 # off (preloaded, CUBATCH_ENABLE=0), overlap-rec and plain-rec (overlap and
 # plain with a timing event recorded every 32 copies: load_bench --record-every).  Writes DIR/load.csv (config,round,load,cell,copy_us,
@@ -54,6 +55,7 @@ for ((r = 1; r <= rounds; r++)); do
         case $c in
         plain|plain2) ;;
         cubatch) env=(LD_PRELOAD="$lib") ;;
+        prev) env=(LD_PRELOAD="${CB_PREV_LIB:?prev: set CB_PREV_LIB to the other library}") ;;
         batch) env=(LD_PRELOAD="$lib" CUBATCH_ENGINE=batch) ;;
         kernel) env=(LD_PRELOAD="$lib" CUBATCH_ENGINE=kernel) ;;
         fixed) env=(LD_PRELOAD="$lib" CUBATCH_MEASURE=0) ;;

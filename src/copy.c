@@ -233,10 +233,14 @@ static int defer(struct cb_copy_req *rq, CUresult *rc)
         cb_segment_copy(sg, host_alloc(rq));
     if (opened)
         cb_timer_arm(run->looks.look_ns);
-    /* pipelining: a run that reached its chunk size goes out when the
-     * stream's next copy comes (the records made after this copy ride with
-     * it); the GPU copies it while the program issues the next */
-    cb_run_feed_copy(run);
+    /* pipelining: a run that reached its chunk size goes out now, the GPU
+     * copies it while the program issues the next; one that holds event
+     * records goes out when the stream's next copy comes, so that the records
+     * made after this copy ride with it */
+    if (cb_run_feed_copy(run) && run->q.nmarks == 0) {
+        *rc = cb_first_error(*rc, cb_flush_run(run, CB_WHY_flush_full));
+        cb_run_chunk_sent(run);
+    }
     cb_run_set_queued(run);
     cb_run_unlock(run);
     cb_life_arm();

@@ -45,7 +45,7 @@ struct cb_feed {
     int has_h2d;       /* the run holds a host-to-device copy */
     size_t chunk_at;   /* the length at which the run is submitted ... */
     unsigned chunk_shape; /* ... computed for these inputs (0: none yet) */
-    int chunk_due;     /* the run reached chunk_at: it goes out when the stream's next copy comes */
+    int chunk_due;     /* the run reached chunk_at: one holding records goes out when the stream's next copy comes */
 };
 
 /* A run.  Its own lock guards everything below it; the store's lock (run.c)
@@ -173,8 +173,8 @@ void cb_run_burst_ends(struct cb_run *run);            /* a call named the strea
 int cb_run_still_slow(struct cb_run *run);
 void cb_run_found_slow(struct cb_run *run, uint64_t pace_ns, uint64_t now);
 /* A copy joined: the chunk length (by the engine its previous submission took)
- * computed again when what decides it changed; 1 when the run reached it and
- * goes out when the stream's next copy comes. */
+ * computed again when what decides it changed; 1 when the run reached it (it
+ * goes out now, or when the stream's next copy comes if it holds records). */
 int cb_run_feed_copy(struct cb_run *run);
 void cb_run_chunk_sent(struct cb_run *run);  /* a chunk went out: the next is longer */
 void cb_run_chunks_end(struct cb_run *run);  /* a flush that ends the growth */

@@ -795,7 +795,7 @@ static const struct err_case {
     {"flush_legacy", "err_legacy", "trigger", NULL},
     {"flush_context", "err_context", "trigger", NULL},
     {"flush_hazard", "err_hazard", "trigger", NULL},
-    {"flush_full", "err_full", "copy9", "CUBATCH_MAX_BATCH=8"}, /* the copy after the one that filled the run */
+    {"flush_full", "err_full", "copy8", "CUBATCH_MAX_BATCH=8"}, /* the copy that filled the run (it holds no records) */
     {"flush_passthrough", "err_passthrough", "trigger", NULL},
     {"flush_timer", "err_timer", "after", NULL},                 /* nobody waited: the next copy */
     {"flush_slow", "err_slow", "copy2", "CUBATCH_SLOW_NS=10000"}, /* nobody waited: the next copy */
