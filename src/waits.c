@@ -11,7 +11,7 @@
  * or destroyed (the wait is for the record it named): each time the run
  * holding the record goes out first, then the wait, answered from the
  * event's stand-in when it has one (rule 15).  Waits commute, so issuing some
- * of a stream's waits before others changes nothing, and two waits answered
+ * of a stream's waits before others changes nothing, and waits in a row answered
  * by one stand-in are issued once.
  *
  * Only waits that cannot meet a capture or the legacy stream ride: default
@@ -80,9 +80,10 @@ static CUresult issue(struct cb_wait *w, size_t n)
         first = cb_first_error(first, cb_flush_holder(asked));
         struct cb_standin *si = cb_event_hold(asked);
         CUevent answer = si ? si->ev : asked;
-        int again = 0;
-        for (size_t j = 0; j < i && !again; j++)
-            again = w[j].stream == w[i].stream && w[j].ev == answer;
+        /* waits made in a row for one run's events share its stand-in and lie
+         * side by side: the one before is all that is compared (a longer look
+         * would cost the square of a long run's waits) */
+        int again = i > 0 && w[i - 1].stream == w[i].stream && w[i - 1].ev == answer;
         if (!again)
             first = cb_first_error(first, cb_drv.cuStreamWaitEvent(w[i].stream, answer, 0));
         w[i].ev = answer; /* what was waited for, for the check above */
