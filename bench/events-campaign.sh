@@ -23,6 +23,11 @@
 #              cubatch)
 #   lone       one copy and its synchronize, 201 a process (run-load.sh):
 #              plain, plain2, cubatch, off
+#   inlone     inproc_lone: lone copies (copy + synchronize) and the calls'
+#              own host time, plain / plain2 / cubatch on / cubatch off in ONE
+#              process (no bimodal process times); h2d and d2d on a created
+#              stream, h2d on the legacy stream, h2d passing by policy; and
+#              with CB_PREV_LIB set, the same for that library
 #   pass       copy_path with every copy passing through (CUBATCH_POLICY=d2h:0-max
 #              for host-to-device copies): ns per call against the bare call
 # Writes OUT/campaign.md (everything, in order) and OUT/raw.tgz (the raw
@@ -30,7 +35,7 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
-bin='' lib='' out='' rounds=7 cpu=3 parts='suite probe events jax torch torchload load lone pass'
+bin='' lib='' out='' rounds=7 cpu=3 parts='suite probe events jax torch torchload load lone inlone pass'
 while [ $# -gt 0 ]; do
     case $1 in
     --bin|--lib|--out|--rounds|--cpu|--parts) [ $# -ge 2 ] || { echo "events-campaign: $1 needs a value" >&2; exit 2; } ;;
@@ -120,6 +125,19 @@ lone)
     "$here/run-load.sh" --bin "$bin" --lib "$lib" --out "$raw/lone" --rounds $((2 * rounds + 1)) --reps 201 \
         --configs "plain plain2 cubatch off" --loads none --cells h2d-1x4K,d2d-1x4K --cpu "$cpu" >/dev/null || rc=1
     cat "$raw/lone/load.md" ;;
+inlone)
+    part "Lone copies in one process: inproc_lone, 2000 lone copies per configuration and round, $((2 * rounds + 1)) rounds, rotated"
+    for l in "$lib" ${CB_PREV_LIB:+"$CB_PREV_LIB"}; do
+        for args in "--dir h2d" "--dir d2d" "--dir h2d --stream legacy" "policy --dir h2d"; do
+            pre=()
+            case $args in policy*) pre=(CUBATCH_POLICY=d2h:0-max); args=${args#policy } ;; esac
+            echo '```'
+            echo "library $l ${pre[*]}"
+            # shellcheck disable=SC2086
+            env "${pre[@]}" taskset -c "$cpu" "$bin/inproc_lone" --lib "$l" $args --n 2000 --rounds $((2 * rounds + 1)) 2>&1 || rc=1
+            echo '```'
+        done
+    done ;;
 pass)
     part "Calls that pass through: copy_path h2d, 1000 calls a round, 21 rounds a process ($((2 * rounds + 1)) processes each)"
     {

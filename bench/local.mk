@@ -17,6 +17,7 @@ EXTRA_DIST += \
 	bench/load_report.py \
 	bench/torch_load.py \
 	bench/copy_path.c \
+	bench/inproc_lone.c \
 	bench/campaign-extras.sh \
 	bench/bench_threads.c \
 	bench/local.mk
