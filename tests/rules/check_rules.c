@@ -1496,6 +1496,38 @@ START_TEST(jax_host_to_device_stream_batches)
 }
 END_TEST
 
+/* TensorRT-LLM's per-block copy and record (probe.c, trtllm), in every
+ * configuration: each stream reads what the plain program's reads (both()),
+ * and with the shipped defaults the block records ride in the copy stream's
+ * runs, answered by one record per run (rule 15), while the compute stream's
+ * waits ride until its launch (rule 16). */
+START_TEST(trtllm_block_copies_and_records_batch)
+{
+    const char *const batch[] = {"CUBATCH_ENGINE=batch", NULL}, *const kernel[] = {"CUBATCH_ENGINE=kernel", NULL},
+                      *const unmerged[] = {"CUBATCH_MERGE_RECORDS=0", NULL},
+                      *const fixed[] = {"CUBATCH_RIDE_WAITS=0", NULL};
+    const char *const *const cfgs[] = {NULL, batch, kernel, unmerged, fixed};
+    for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++) {
+        struct pair p = both("trtllm", cfgs[c]);
+        long copies = stat_of(&p.shim, "copies"), deferred = stat_of(&p.shim, "deferred");
+        ck_assert_msg(deferred * 10 >= copies * 8, "config %zu: %ld of %ld copies deferred\n%s", c, deferred, copies,
+                      p.shim.stats);
+        /* every block's record but the 8 after a layer's first copy, which
+         * passes through (the compute stream's first wait ended the burst) */
+        STAT_EQ(p.shim, "markers", 120);
+        if (c == 0) {
+            STAT_GE(p.shim, "waits_ridden", 100);
+            ck_assert_int_lt(stat_of(&p.shim, "merged_records"), 16);
+        }
+        if (cfgs[c] == unmerged)
+            STAT_EQ(p.shim, "markers_merged", 0);
+        if (cfgs[c] == fixed)
+            STAT_EQ(p.shim, "waits_ridden", 0);
+        pair_free(&p);
+    }
+}
+END_TEST
+
 /* Rule 16: waits for records still queued ride until the waiting stream's next
  * call; each call that names it (or its context, or an event a pending wait
  * names) makes them first, after the run holding their records: the bytes the
@@ -1902,7 +1934,8 @@ int main(void)
         {"markers", {records_join_the_run, every_observer_submits_the_marker,
                      markers_of_other_threads_and_the_legacy_stream, records_others_may_see_pass_through,
                      one_record_answers_for_a_runs_timing_free_events,
-                     jax_host_to_device_stream_batches, waits_ride_until_the_waiting_stream_is_named,
+                     jax_host_to_device_stream_batches, trtllm_block_copies_and_records_batch,
+                     waits_ride_until_the_waiting_stream_is_named,
                      set_enabled_flushes_then_passes_through,
                      program_flush_submits_at_the_call}},
         {"kernel_engine", {kernel_runs_the_runs, kernel_keeps_every_rule, kernel_batches_the_legacy_stream,

@@ -2279,6 +2279,55 @@ static void sc_waits_met(void)
     free(back);
 }
 
+/* TensorRT-LLM's KV-cache onboarding, as its transfer manager issues it: per
+ * block, a copy from the host pool and a record of the block's own event on
+ * the copy stream; the compute stream waits for each of a layer's block events,
+ * then runs the layer (a kernel, and a device-to-device copy that reads the
+ * blocks); the copy stream then waits for each layer and offloads its blocks
+ * back to another host pool.  Rules 11, 15 and 16 together: the records ride
+ * in the copy stream's runs, the compute stream's waits ride until its launch,
+ * and every byte each stream reads is the plain program's. */
+enum { TRT_LAYERS = 8, TRT_BLOCKS = 16, TRT_N = TRT_LAYERS * TRT_BLOCKS };
+static void sc_trtllm(void)
+{
+    unsigned char *hpool = pinned(TRT_N * SZ), *hback = pinned(TRT_N * SZ), *out = malloc(TRT_N * SZ);
+    fill(hpool, TRT_N * SZ, 61);
+    CUdeviceptr dkv = devmem(TRT_N * SZ), dlayer = devmem(TRT_N * SZ);
+    CUstream cs = mkstream(CU_STREAM_NON_BLOCKING), ks = mkstream(CU_STREAM_NON_BLOCKING);
+    CUevent block_ev[TRT_N], layer_ev[TRT_LAYERS];
+    for (int i = 0; i < TRT_N; i++)
+        CK(cuEventCreate(&block_ev[i], CU_EVENT_DISABLE_TIMING));
+    for (int l = 0; l < TRT_LAYERS; l++)
+        CK(cuEventCreate(&layer_ev[l], CU_EVENT_DISABLE_TIMING));
+    CUfunction f = compute_fn();
+    for (int l = 0; l < TRT_LAYERS; l++) {
+        size_t layer = (size_t)l * TRT_BLOCKS * SZ;
+        for (int b = 0; b < TRT_BLOCKS; b++) {
+            int i = l * TRT_BLOCKS + b;
+            CK(cuMemcpyHtoDAsync_v2(dkv + (size_t)i * SZ, hpool + (size_t)i * SZ, SZ, cs));
+            CK(cuEventRecord(block_ev[i], cs));
+        }
+        for (int b = 0; b < TRT_BLOCKS; b++)
+            CK(cuStreamWaitEvent(ks, block_ev[l * TRT_BLOCKS + b], 0));
+        compute(f, ks, 1, 10);
+        CK(cuMemcpyDtoDAsync_v2(dlayer + layer, dkv + layer, TRT_BLOCKS * SZ, ks));
+        CK(cuEventRecord(layer_ev[l], ks));
+    }
+    for (int l = 0; l < TRT_LAYERS; l++) {
+        CK(cuStreamWaitEvent(cs, layer_ev[l], 0));
+        for (int b = 0; b < TRT_BLOCKS; b++) {
+            size_t at = (size_t)(l * TRT_BLOCKS + b) * SZ;
+            CK(cuMemcpyDtoHAsync_v2(hback + at, dlayer + at, SZ, cs));
+        }
+    }
+    CK(cuStreamSynchronize(cs));
+    CK(cuStreamSynchronize(ks));
+    CK(cuMemcpyDtoH_v2(out, dlayer, TRT_N * SZ));
+    expect("the layers, as the compute stream read its blocks", out, hpool, TRT_N * SZ);
+    expect("the blocks offloaded after their layers", hback, hpool, TRT_N * SZ);
+    free(out);
+}
+
 /* cubatch_set_enabled (include/cubatch.h), found as a program finds it: 0
  * submits what is queued at once, then copies pass through; 1 defers again. */
 static void sc_set_enabled(void)
@@ -2950,7 +2999,7 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"waits_query", sc_waits_query},   {"waits_capture", sc_waits_capture}, {"waits_destroy", sc_waits_destroy},
     {"waits_rerecord", sc_waits_rerecord}, {"waits_ctx_sync", sc_waits_ctx_sync}, {"waits_graph", sc_waits_graph},
     {"waits_met", sc_waits_met},
-    {"jax", sc_jax},                   {"set_enabled", sc_set_enabled},
+    {"jax", sc_jax},                   {"trtllm", sc_trtllm},           {"set_enabled", sc_set_enabled},
     {"directions", sc_directions},     {"api_flush", sc_api_flush},
     {"err_stream", sc_err_stream},     {"err_wait", sc_err_wait},       {"err_event", sc_err_event},
     {"err_legacy", sc_err_legacy},     {"err_context", sc_err_context}, {"err_hazard", sc_err_hazard},
