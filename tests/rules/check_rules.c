@@ -1513,7 +1513,8 @@ START_TEST(trtllm_block_copies_and_records_batch)
         ck_assert_msg(deferred * 10 >= copies * 8, "config %zu: %ld of %ld copies deferred\n%s", c, deferred, copies,
                       p.shim.stats);
         /* every block's record but the 8 after a layer's first copy, which
-         * passes through (the compute stream's first wait ended the burst) */
+         * passes through: the layer's launch made the compute stream's riding
+         * waits, which submitted the copy stream's run and ended its burst */
         STAT_EQ(p.shim, "markers", 120);
         if (c == 0) {
             STAT_GE(p.shim, "waits_ridden", 100);
