@@ -170,7 +170,7 @@ static int defer(struct cb_copy_req *rq, CUresult *rc)
         why = CB_ST_pass_slow; /* issued now, after whatever the run holds (pass:) */
         goto pass;
     }
-    if (!run->pace.warm && run->q.n == 0) {
+    if (run->q.n == 0 && !cb_run_in_burst(run)) {
         cb_run_burst_begins(run);
         why = CB_ST_pass_first;
         goto pass;

@@ -102,7 +102,7 @@ static CUresult flush_matching(enum cb_which which, enum cb_flush_why why)
     cb_store_lock();
     CB_RUNS_EACH(run, tmp) {
         cb_run_lock(run);
-        if (!run->active || !matches(run, which)) {
+        if (!(run->active || run->pace.warm) || !matches(run, which)) {
             cb_run_unlock(run);
             continue;
         }
@@ -121,6 +121,8 @@ static CUresult flush_matching(enum cb_which which, enum cb_flush_why why)
 
 static CUresult flush_unless_idle(enum cb_which which, enum cb_flush_why why)
 {
+    if (which == CB_ALL_RUNS && !(cb_flush_does(why) & CB_FD_KEEPS_BURST))
+        cb_runs_all_named_here();
     if (cb_runs_locked_here() || !cb_runs_active())
         return CUDA_SUCCESS;
     return flush_matching(which, why);
@@ -177,16 +179,18 @@ CUresult cb_flush_holder(CUevent e)
 
 CUresult cb_flush_stream(CUstream s, int ptsz_entry, enum cb_flush_why why)
 {
+    enum cb_stream_kind sk = cb_stream_kind(s, ptsz_entry);
+    if (!(cb_flush_does(why) & CB_FD_KEEPS_BURST))
+        cb_runs_named_here(s, sk);
     if (cb_runs_locked_here() || !cb_runs_active())
         return CUDA_SUCCESS;
-    enum cb_stream_kind sk = cb_stream_kind(s, ptsz_entry);
     if (sk == CB_SK_LEGACY)
         return cb_flush_legacy();
     struct cb_run_key key = cb_run_key_of(s, sk, NULL);
     CUresult rc = cb_flush_cross(s, sk);
     struct cb_run *run = cb_run_lock_key(&key, 0, NULL);
     if (run) {
-        if (run->active)
+        if (run->active || run->pace.warm)
             rc = cb_first_error(rc, cb_flush_run(run, why));
         cb_run_unlock(run);
     }

@@ -217,7 +217,7 @@ CUresult cb_flush_wait(CUstream s, int ptsz, CUevent *e, unsigned int flags, str
     an->standin = NULL;
     an->success_settles = 0; /* an enqueued wait says nothing about completion */
     an->not_forwarded = 0;
-    if (!cb_runs_locked_here() && cb_runs_active()) {
+    if (!cb_runs_locked_here() && (cb_runs_active() || cb_runs_burst_here())) {
         /* rule 16: kept until s's next call; the run of s ends (its copies go
          * before the wait), not its burst */
         if (cb_wait_ride(s, ptsz, *e, flags)) {

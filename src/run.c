@@ -71,6 +71,19 @@ struct cb_last { struct cb_run *run; uintptr_t stream, owner; };
 static CB_TLS struct cb_last cb_tls_last[CB_LAST_RUNS];
 static CB_TLS unsigned cb_tls_last_next;
 
+/* The bursts this thread began (rule 8), and whether a call on this thread has
+ * named their stream since.  A warm run alone is not counted active: a
+ * program's synchronize after a lone copy would otherwise lock the run and move
+ * the store's counts twice per copy.  A call naming the stream marks the note
+ * here, touching no run; the stream's next copy from this thread reads the
+ * note under the run's lock and begins a new burst.  A burst another thread
+ * began, or one whose note was pushed out, ends as before: at a flush of its
+ * run. */
+#define CB_BURST_NOTES 8
+struct cb_burst_note { uintptr_t stream, owner; int named; };
+static CB_TLS struct cb_burst_note cb_tls_bursts[CB_BURST_NOTES];
+static CB_TLS unsigned cb_tls_bursts_next, cb_tls_bursts_open, cb_tls_bursts_last;
+
 static void mutex_init(pthread_mutex_t *m)
 {
     pthread_mutexattr_t a;
@@ -110,9 +123,11 @@ int cb_runs_marked(void) { return atomic_load_explicit(&cb_marked, memory_order_
 
 void cb_run_set_active(struct cb_run *run)
 {
-    /* a warm stream counts too, so that a call naming it (which ends the burst)
-     * takes the lock and says so */
-    int a = run->q.n > 0 || run->facts.fence.ev_join != NULL || run->pending != CUDA_SUCCESS || run->pace.warm;
+    /* a warm stream counts only while a measured segment runs with its burst
+     * (choose.c): a call naming it must end both (flush.c); a burst alone ends
+     * through this thread's notes (above) */
+    int a = run->q.n > 0 || run->facts.fence.ev_join != NULL || run->pending != CUDA_SUCCESS ||
+            (run->pace.warm && run->seg.open);
     if (a != run->active) {
         atomic_fetch_add(&cb_active, a ? 1 : -1);
         run->active = a;
@@ -452,6 +467,8 @@ void cb_runs_atfork_child(void)
     atomic_store(&cb_marked, 0);
     cb_events_atfork_child();
     memset(cb_tls_last, 0, sizeof cb_tls_last);
+    memset(cb_tls_bursts, 0, sizeof cb_tls_bursts);
+    cb_tls_bursts_open = cb_tls_bursts_last = 0;
     mutex_init(&cb_store_mu);
     cb_tls_held = 0;
 }
@@ -467,9 +484,83 @@ CUresult cb_run_take_pending(struct cb_run *run)
 
 void cb_run_keep_pending(struct cb_run *run, CUresult err) { run->pending = err; }
 
-void cb_run_burst_begins(struct cb_run *run) { run->pace.warm = 1; }
+/* The note of a stream's burst: the last one found (cb_tls_bursts_last) first,
+ * as a lone copy and its synchronize name the same stream one after the other. */
+static struct cb_burst_note *burst_note(uintptr_t stream, uintptr_t owner)
+{
+    struct cb_burst_note *n = &cb_tls_bursts[cb_tls_bursts_last];
+    if (CB_LIKELY(n->stream == stream && n->owner == owner))
+        return n;
+    for (unsigned i = 0; i < CB_BURST_NOTES; i++)
+        if (cb_tls_bursts[i].stream == stream && cb_tls_bursts[i].owner == owner) {
+            cb_tls_bursts_last = i;
+            return &cb_tls_bursts[i];
+        }
+    return NULL;
+}
+
+void cb_run_burst_begins(struct cb_run *run)
+{
+    run->pace.warm = 1;
+    struct cb_burst_note *n = burst_note(run->key.stream, run->key.owner);
+    if (!n) {
+        cb_tls_bursts_last = cb_tls_bursts_next++ % CB_BURST_NOTES;
+        n = &cb_tls_bursts[cb_tls_bursts_last];
+        if (n->stream && !n->named)
+            cb_tls_bursts_open--; /* pushed out: that burst ends at its run's flush */
+        *n = (struct cb_burst_note){run->key.stream, run->key.owner, 1};
+    }
+    if (n->named) {
+        n->named = 0;
+        cb_tls_bursts_open++;
+    }
+}
 
 void cb_run_burst_ends(struct cb_run *run) { run->pace.warm = 0; }
+
+int cb_run_in_burst(struct cb_run *run)
+{
+    if (!run->pace.warm)
+        return 0;
+    struct cb_burst_note *n = burst_note(run->key.stream, run->key.owner);
+    if (n && n->named) {
+        run->pace.warm = 0; /* a call on this thread named the stream since */
+        return 0;
+    }
+    return 1;
+}
+
+void cb_runs_named_here(CUstream s, enum cb_stream_kind sk)
+{
+    if (!cb_tls_bursts_open)
+        return;
+    struct cb_run_key key = cb_run_key_of(s, sk, NULL);
+    struct cb_burst_note *last = &cb_tls_bursts[cb_tls_bursts_last];
+    if (CB_LIKELY(last->stream == key.stream && last->owner == key.owner && sk != CB_SK_LEGACY)) {
+        if (!last->named) {
+            last->named = 1;
+            cb_tls_bursts_open--;
+        }
+        return;
+    }
+    /* the legacy stream's key holds its context: any context's will do here */
+    for (unsigned i = 0; i < CB_BURST_NOTES; i++) {
+        struct cb_burst_note *n = &cb_tls_bursts[i];
+        if (!n->named && n->stream == key.stream && (sk == CB_SK_LEGACY || n->owner == key.owner)) {
+            n->named = 1;
+            cb_tls_bursts_open--;
+        }
+    }
+}
+
+void cb_runs_all_named_here(void)
+{
+    for (unsigned i = 0; i < CB_BURST_NOTES; i++)
+        cb_tls_bursts[i].named = 1;
+    cb_tls_bursts_open = 0;
+}
+
+int cb_runs_burst_here(void) { return cb_tls_bursts_open > 0; }
 
 int cb_run_still_slow(struct cb_run *run)
 {

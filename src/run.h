@@ -160,6 +160,12 @@ CUresult cb_run_take_pending(struct cb_run *run);      /* the error kept for the
 void cb_run_keep_pending(struct cb_run *run, CUresult err); /* ... kept (flush.c) */
 void cb_run_burst_begins(struct cb_run *run);          /* its first copy passed through (rule 8) */
 void cb_run_burst_ends(struct cb_run *run);            /* a call named the stream */
+int cb_run_in_burst(struct cb_run *run);               /* its next copy joins the run (rule 8) */
+/* A call on this thread names stream s (or, below, every stream): the bursts
+ * this thread began there end (no run touched). */
+void cb_runs_named_here(CUstream s, enum cb_stream_kind sk);
+void cb_runs_all_named_here(void);
+int cb_runs_burst_here(void); /* this thread began a burst no call has named yet */
 /* Batching saves the program about one microsecond of driver time per copy, but
  * a deferred copy starts late: when the program itself spends several
  * microseconds between copies (a Python loop), the GPU would have run each copy
