@@ -116,7 +116,7 @@ static int parse_band(const char *s, size_t ilen, int *dir, struct cb_band *b, c
         if ((size_t)(colon - s) == strlen(cb_direction_names[d]) && !strncasecmp(s, cb_direction_names[d], (size_t)(colon - s)))
             *dir = d;
     if (*dir < 0) {
-        char words[CB_D_COUNT * 16] = "";
+        char words[CB_D_COUNT * 16] = ""; /* the list's words: "h2d:, ... or h2h:" */
         for (int d = 0; d < CB_D_COUNT; d++)
             snprintf(words + strlen(words), sizeof words - strlen(words), "%s%s:",
                      d == 0 ? "" : d == CB_D_COUNT - 1 ? " or " : ", ", cb_direction_names[d]);
