@@ -17,13 +17,11 @@
  * in kernelParams[0] to any tier whose capacity is >= count; the driver reads
  * only that tier's CB_KPARAMS_BYTES(capacity) bytes.  CB_KTIERS below is the
  * one list of tiers (the kernels of copy_kernel.cu, the engine's table, the
- * simulated driver's), each named by the descriptors it holds:
- *
- *   entry point                capacity  parameter bytes
- *   cubatch_copy_kernel_40         40         968
- *   cubatch_copy_kernel_168       168       4,040   (fits the old 4 KiB limit)
- *   cubatch_copy_kernel_680       680      16,328
- *   cubatch_copy_kernel          1360      32,648
+ * simulated driver's and its tests), smallest first: each row gives a tier's
+ * capacity (the descriptors its parameter holds; the last holds all of struct
+ * cb_kparams, CB_KPARAMS_MAX) and its entry point, named by that capacity
+ * (cubatch_copy_kernel_<capacity>; the last plain cubatch_copy_kernel).  One
+ * tier fits the 4,096 parameter bytes of older drivers (asserted below).
  *
  * Semantics.  Each descriptor copies `bytes` bytes from `src` to `dst`; both
  * are device-visible addresses (device memory, or pinned host memory through
@@ -93,7 +91,9 @@ CB_KSTATIC_ASSERT(sizeof(struct cb_kparams) == CB_KPARAMS_BYTES(CB_KPARAMS_MAX),
 CB_KSTATIC_ASSERT(sizeof(struct cb_kparams) <= CB_KPARAMS_LIMIT,
                   "cb_kparams must fit the 32,764-byte kernel parameter limit");
 CB_KSTATIC_ASSERT(sizeof(struct cb_kparams) == 32648, "1360 descriptors: 32,648 bytes");
-CB_KSTATIC_ASSERT(CB_KPARAMS_BYTES(168) <= 4096u, "the tier of 168 fits the 4,096 bytes of older drivers");
+#define CB_KTIER_FITS_OLD(cap, name) || CB_KPARAMS_BYTES(cap) <= 4096u
+CB_KSTATIC_ASSERT(0 CB_KTIERS(CB_KTIER_FITS_OLD), "a tier fits the 4,096 bytes of older drivers");
+#undef CB_KTIER_FITS_OLD
 /* Every tier fits the limit, and none holds more than struct cb_kparams (the
  * order of the list, and its last tier being CB_KPARAMS_MAX, are checked by
  * tests/sim/check_sim.c, which walks the list). */

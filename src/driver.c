@@ -7,9 +7,11 @@
 #include <dlfcn.h>
 
 const struct cb_hook_row cb_hook_rows[CB_HOOK_COUNT] = {
-#define CB_ON_COPY(name, ptsz, action, aarg, params, args) [CB_ID_##name] = {#name, ptsz, 1},
-#define CB_ON_OTHER(name, ptsz, action, aarg, params, args) [CB_ID_##name] = {#name, ptsz, 0},
+#define CB_COPY_DIR(dir, dst, src, bytes, stream) dir
+#define CB_ON_COPY(name, ptsz, action, aarg, params, args) [CB_ID_##name] = {#name, ptsz, 1, CB_COPY_DIR aarg},
+#define CB_ON_OTHER(name, ptsz, action, aarg, params, args) [CB_ID_##name] = {#name, ptsz, 0, CB_D_ANY},
 #include "hooks_each.h"
+#undef CB_COPY_DIR
 };
 
 void *cb_real[CB_HOOK_COUNT];

@@ -1,5 +1,5 @@
 /* engine_kernel.c - copies executed by cubatch's own copy kernel: one launch
- * carries a whole run (up to 1360 copies), its descriptors passed as the
+ * carries a whole run (up to CB_KPARAMS_MAX copies), its descriptors passed as the
  * kernel's one parameter (copy_kernel.h), so nothing is allocated, copied or
  * waited for per run, and the launch costs the host the same whatever the
  * number of copies (what it gains over the loop and the batch API:

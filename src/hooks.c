@@ -4,7 +4,10 @@
  * returns the real result unless a flush it triggered failed: then that earlier
  * error (a copy the program queued before this call) is what the program sees,
  * as it would have seen an asynchronous error.  The resolvers (cuGetProcAddress
- * and its variants) are resolve.c's. */
+ * and its variants) are resolve.c's.
+ *
+ * One wrapper macro per action of actions.def, CB_WRAP_<ACTION>: a row expands
+ * to its action's, so an action without one here is a compile error. */
 #include "internal.h"
 #include "init.h"
 #include "capture.h"

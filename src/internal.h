@@ -51,10 +51,16 @@ enum cb_hook_id {
     CB_HOOK_COUNT
 };
 
-/* Direction of a copy; CB_D_ANY only as the direction of an entry point
- * (cuMemcpyAsync, which infers it from the pointers).  The order is the order
- * of the copies_* rows of stats.def and of policy.c's names (checked there). */
-enum cb_direction { CB_D_H2D, CB_D_D2H, CB_D_D2D, CB_D_H2H, CB_D_COUNT, CB_D_ANY = CB_D_COUNT };
+/* Direction of a copy, one per row of directions.def; CB_D_ANY only as the
+ * direction of an entry point (cuMemcpyAsync, which infers it from the
+ * pointers). */
+enum cb_direction {
+#define CB_DIRECTION(NAME, word, doc) CB_D_##NAME,
+#include "directions.def"
+#undef CB_DIRECTION
+    CB_D_COUNT,
+    CB_D_ANY = CB_D_COUNT
+};
 
 enum cb_option_id {
 #define CB_OPTION(name, type, def, lo, hi, values, check, doc) CB_OPT_##name,
@@ -75,6 +81,16 @@ enum cb_stat_id {
 #undef CB_STAT
     CB_STAT_COUNT
 };
+/* The counter of copies in direction d (d < CB_D_COUNT): copies_<word>. */
+static inline enum cb_stat_id cb_direction_stat(enum cb_direction d)
+{
+    static const enum cb_stat_id table[CB_D_COUNT] = {
+#define CB_DIRECTION(NAME, word, doc) [CB_D_##NAME] = CB_ST_copies_##word,
+#include "directions.def"
+#undef CB_DIRECTION
+    };
+    return table[d];
+}
 /* Why a run was flushed: the CB_FLUSH rows of stats.def, in their order. */
 enum cb_flush_why {
 #define CB_STAT(name, kind, doc)
@@ -367,6 +383,7 @@ struct cb_hook_row {
     const char *name;
     unsigned char ptsz;
     unsigned char is_copy;
+    unsigned char dir; /* a copy entry's own direction (its row's first action argument); else CB_D_ANY */
 };
 extern const struct cb_hook_row cb_hook_rows[CB_HOOK_COUNT];
 /* Real addresses of every hooked symbol (NULL where the driver lacks it). */

@@ -77,17 +77,10 @@ void cb_nvtx_flush(enum cb_flush_why why)
     nvtxMarkEx(&a);
 }
 
-/* The direction an entry point names, by its name (HtoD, DtoH, DtoD). */
+/* The direction an entry point names: its row's in hooks.def. */
 static int hook_direction(unsigned hook)
 {
-    const char *n = hook < CB_HOOK_COUNT ? cb_hook_rows[hook].name : "";
-    if (strstr(n, "HtoD"))
-        return CB_D_H2D;
-    if (strstr(n, "DtoH"))
-        return CB_D_D2H;
-    if (strstr(n, "DtoD"))
-        return CB_D_D2D;
-    return CB_D_ANY;
+    return hook < CB_HOOK_COUNT ? cb_hook_rows[hook].dir : CB_D_ANY;
 }
 
 static void human_bytes(size_t b, char *out, size_t len)
@@ -106,7 +99,12 @@ void cb_nvtx_submit_begin(const struct cb_copies *c, const char *engine)
 {
     if (CB_LIKELY(!tool_attached()))
         return;
-    static const char *const dir_name[CB_D_COUNT + 1] = {"H2D", "D2H", "D2D", "H2H", "any"};
+    static const char *const dir_name[CB_D_COUNT + 1] = {
+#define CB_DIRECTION(NAME, word, doc) [CB_D_##NAME] = #NAME,
+#include "directions.def"
+#undef CB_DIRECTION
+        [CB_D_ANY] = "any",
+    };
     int seen[CB_D_COUNT + 1] = {0};
     size_t bytes = 0;
     for (size_t i = 0; i < c->n; i++) {

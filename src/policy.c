@@ -35,9 +35,18 @@ struct cb_policy {
 static const char cb_policy_default_text[] = "h2d:0-max,d2h:0-max,d2d:0-max";
 static struct cb_policy cb_policy_table;
 
-/* In the order of enum cb_direction (and of stats.def's copies_* rows). */
-const char *const cb_direction_names[CB_D_COUNT] = {[CB_D_H2D] = "h2d", [CB_D_D2H] = "d2h", [CB_D_D2D] = "d2d",
-                                                    [CB_D_H2H] = "h2h"};
+/* The words of directions.def, by enum cb_direction. */
+const char *const cb_direction_names[CB_D_COUNT] = {
+#define CB_DIRECTION(NAME, word, doc) [CB_D_##NAME] = #word,
+#include "directions.def"
+#undef CB_DIRECTION
+};
+/* "all": every direction of the list, at any size. */
+static const char cb_policy_all_text[] =
+#define CB_DIRECTION(NAME, word, doc) "," #word ":0-max"
+#include "directions.def"
+#undef CB_DIRECTION
+    ;
 
 static int parse_size(const char *s, size_t len, uint64_t *out)
 {
@@ -107,8 +116,11 @@ static int parse_band(const char *s, size_t ilen, int *dir, struct cb_band *b, c
         if ((size_t)(colon - s) == strlen(cb_direction_names[d]) && !strncasecmp(s, cb_direction_names[d], (size_t)(colon - s)))
             *dir = d;
     if (*dir < 0) {
-        snprintf(why, wlen, "%s does not start with a direction (h2d:, d2h:, d2d: or h2h:)",
-                 cb_quote_n(s, ilen, q, sizeof q));
+        char words[CB_D_COUNT * 16] = ""; /* the list's words: "h2d:, ... or h2h:" */
+        for (int d = 0; d < CB_D_COUNT; d++)
+            snprintf(words + strlen(words), sizeof words - strlen(words), "%s%s:",
+                     d == 0 ? "" : d == CB_D_COUNT - 1 ? " or " : ", ", cb_direction_names[d]);
+        snprintf(why, wlen, "%s does not start with a direction (%s)", cb_quote_n(s, ilen, q, sizeof q), words);
         return -1;
     }
     const char *range = colon + 1;
@@ -138,7 +150,7 @@ static int policy_parse(const char *text, uint64_t max_copy, struct cb_policy *p
     if (!strcasecmp(text, "none"))
         return 0;
     if (!strcasecmp(text, "all"))
-        text = "h2d:0-max,d2h:0-max,d2d:0-max,h2h:0-max";
+        text = cb_policy_all_text + 1; /* past the first comma */
     for (const char *s = text;;) {
         const char *item_end = strchr(s, ',');
         size_t ilen = item_end ? (size_t)(item_end - s) : strlen(s);

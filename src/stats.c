@@ -67,11 +67,6 @@ static const enum cb_stat_id cb_why_stat[CB_WHY_COUNT] = {
 #undef CB_FLUSH
 #undef CB_STAT
 };
-/* The copies_* counters are indexed by direction. */
-_Static_assert(CB_ST_copies_d2h == CB_ST_copies_h2d + CB_D_D2H && CB_ST_copies_d2d == CB_ST_copies_h2d + CB_D_D2D &&
-                   CB_ST_copies_h2h == CB_ST_copies_h2d + CB_D_H2H,
-               "stats.def's copies_* rows follow enum cb_direction");
-
 enum cb_stat_id cb_flush_stat(enum cb_flush_why why) { return cb_why_stat[why]; }
 
 /* Said in the report's first line (set at initialisation). */

@@ -106,9 +106,9 @@ tests_flushcall_SOURCES = tests/table/flushcall.c
 tests_flushcall_CPPFLAGS = $(AM_CPPFLAGS) -I$(builddir)/tests
 tests_flushcall_LDADD = tests/sim/libcuda.la -lpthread
 tests_flushcall_LDFLAGS = -no-install $(AM_LDFLAGS)
-BUILT_SOURCES = tests/flushcalls.inc
-tests/flushcalls.inc: $(top_srcdir)/src/hooks.def $(top_srcdir)/src/hooks_each.h $(top_srcdir)/tests/table/gen-flushcalls.sh
-	$(AM_V_GEN)$(MKDIR_P) tests && CC='$(CC)' sh $(top_srcdir)/tests/table/gen-flushcalls.sh $(top_srcdir)/src >$@.tmp && mv $@.tmp $@
+BUILT_SOURCES += tests/flushcalls.inc
+tests/flushcalls.inc: $(top_srcdir)/src/hooks.def src/hooks_each.h $(top_srcdir)/tests/table/gen-flushcalls.sh
+	$(AM_V_GEN)$(MKDIR_P) tests && CC='$(CC)' sh $(top_srcdir)/tests/table/gen-flushcalls.sh $(top_srcdir)/src src >$@.tmp && mv $@.tmp $@
 CLEANFILES += tests/flushcalls.inc
 EXTRA_DIST += tests/table/check_flush_table.sh tests/table/gen-flushcalls.sh tests/table/flush-table.expected
 

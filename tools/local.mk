@@ -37,23 +37,30 @@ cubatch: $(srcdir)/tools/cubatch.in tools/options-doc$(EXEEXT) Makefile
 #
 # cubatch-report sums the JSON reports of many processes; the counters' names,
 # kinds and meanings are read from src/stats.def when it is made (every CB_STAT
-# and CB_FLUSH row must become a Python row, or the rule fails).
+# and CB_FLUSH row must become a Python row, or the rule fails), its counters by
+# direction from src/directions.def, where stats.def includes it.
 bin_SCRIPTS += cubatch-report
-CLEANFILES += cubatch-report cubatch-report.tmp cubatch-report.rows
+CLEANFILES += cubatch-report cubatch-report.tmp cubatch-report.rows cubatch-report.dirs cubatch-report.def
 EXTRA_DIST += tools/cubatch-report.in
-cubatch-report: $(srcdir)/tools/cubatch-report.in $(srcdir)/src/stats.def Makefile
-	$(AM_V_GEN)rm -f $@ $@.tmp $@.rows && \
+cubatch-report: $(srcdir)/tools/cubatch-report.in $(srcdir)/src/stats.def $(srcdir)/src/directions.def Makefile
+	$(AM_V_GEN)rm -f $@ $@.tmp $@.rows $@.dirs $@.def && \
+	sed -n -e 's/^CB_DIRECTION([A-Z0-9_]*, *\([a-z0-9_]*\), *"\(.*\)")$$/CB_STAT(copies_\1, SUM, "  \2")/p' \
+	    $(srcdir)/src/directions.def >$@.dirs && \
+	if [ "`grep -c '^CB_DIRECTION(' $(srcdir)/src/directions.def`" != "`wc -l <$@.dirs`" ] || \
+	   [ "`grep -c '^#include "directions.def"$$' $(srcdir)/src/stats.def`" != 1 ]; then \
+	  echo "cubatch-report: a CB_DIRECTION row of src/directions.def is not on one line as NAME, word, \"doc\", or src/stats.def does not include it once" >&2; exit 1; fi && \
+	sed -e '/^#include "directions.def"$$/{' -e 'r $@.dirs' -e 'd' -e '}' $(srcdir)/src/stats.def >$@.def && \
 	sed -n -e 's/^CB_STAT(\([a-z0-9_]*\), *\([A-Z]*\), *\(".*"\))$$/    ("\1", "\2", \3),/p' \
 	    -e 's/^CB_FLUSH(\([a-z0-9_]*\), *[A-Z0-9_ |]*, *\(".*"\))$$/    ("\1", "FLUSH", \2),/p' \
-	    $(srcdir)/src/stats.def >$@.rows && \
-	if [ "`grep -c -e '^CB_STAT(' -e '^CB_FLUSH(' $(srcdir)/src/stats.def`" != "`wc -l <$@.rows`" ]; then \
+	    $@.def >$@.rows && \
+	if [ "`grep -c -e '^CB_STAT(' -e '^CB_FLUSH(' $@.def`" != "`wc -l <$@.rows`" ]; then \
 	  echo "cubatch-report: a CB_STAT or CB_FLUSH row of src/stats.def is not on one line as NAME, KIND or DOES, \"doc\"" >&2; exit 1; fi && \
 	sed -e 's|@PACKAGE_VERSION[@]|$(PACKAGE_VERSION)|g' \
 	    -e '/^@CUBATCH_STATS_ROWS[@]$$/{' -e 'r $@.rows' -e 'd' -e '}' \
 	    $(srcdir)/tools/cubatch-report.in >$@.tmp && \
 	if grep -n '@[A-Za-z_]*@' $@.tmp >&2; then \
 	  echo "cubatch-report: placeholders left unsubstituted (above)" >&2; exit 1; fi && \
-	chmod +x $@.tmp && mv $@.tmp $@ && rm -f $@.rows
+	chmod +x $@.tmp && mv $@.tmp $@ && rm -f $@.rows $@.dirs $@.def
 
 # Reports of several processes, summed per host and in total.
 TESTS += tests/ops/check_report.sh

@@ -33,10 +33,12 @@ int th_run(char *const argv[], char *const env[], const char *out, const char *e
 #ifdef TH_WITH_CHECK
 #include <check.h>
 
-#define TH_CASE_TESTS 16
+/* A case: its name and its tests, as many as it lists, {"name", TH_TESTS(a, b)}.
+ * No fixed limit: the list is an array of its own size, ended by a NULL. */
+#define TH_TESTS(...) ((const TTest *const[]){__VA_ARGS__, NULL})
 struct th_case {
     const char *name;
-    const TTest *tests[TH_CASE_TESTS]; /* ends at the first NULL */
+    const TTest *const *tests; /* ends at the first NULL */
 };
 /* One suite of these cases, each case with a timeout of timeout_s; run, and
  * the exit status of the test program. */

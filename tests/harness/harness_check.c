@@ -12,7 +12,7 @@ int th_check_main(const char *suite, const struct th_case *cases, size_t ncases,
     for (size_t i = 0; i < ncases; i++) {
         TCase *tc = tcase_create(cases[i].name);
         tcase_set_timeout(tc, timeout_s);
-        for (int j = 0; j < TH_CASE_TESTS && cases[i].tests[j]; j++)
+        for (size_t j = 0; cases[i].tests[j]; j++)
             tcase_add_test(tc, cases[i].tests[j]);
         suite_add_tcase(s, tc);
     }

@@ -700,16 +700,16 @@ END_TEST
 int main(void)
 {
     const struct th_case cases[] = {
-        {"reports", {two_processes_two_reports, six_processes_six_reports, host_name_and_percent_in_the_name,
-                     one_name_many_processes_never_torn, fork_child_reports_its_own_work, write_failure_says_why,
-                     file_alone_means_text_report, fifo_nobody_reads_does_not_hang}},
-        {"report_names", {fifo_with_a_reader_gets_the_report, fifo_behind_an_escape_does_not_hang,
-                          long_file_name_gives_its_length}},
-        {"messages", {log_0_silences_every_message, empty_values_mean_the_default, log_2_shows_values_in_use_in_their_words,
-                      long_values_cut_and_control_characters_escaped, unknown_names_get_the_closest_option,
-                      the_cap_counts_warnings_only, policy_beyond_max_copy_names_the_limit}},
-        {"without_cuda", {dlsym_does_not_find_cuda_that_is_not_there, weak_reference_call_answers_quietly,
-                          lookups_from_threads_stay_cheap}},
+        {"reports", TH_TESTS(two_processes_two_reports, six_processes_six_reports, host_name_and_percent_in_the_name,
+                             one_name_many_processes_never_torn, fork_child_reports_its_own_work, write_failure_says_why,
+                             file_alone_means_text_report, fifo_nobody_reads_does_not_hang)},
+        {"report_names", TH_TESTS(fifo_with_a_reader_gets_the_report, fifo_behind_an_escape_does_not_hang,
+                                  long_file_name_gives_its_length)},
+        {"messages", TH_TESTS(log_0_silences_every_message, empty_values_mean_the_default, log_2_shows_values_in_use_in_their_words,
+                              long_values_cut_and_control_characters_escaped, unknown_names_get_the_closest_option,
+                              the_cap_counts_warnings_only, policy_beyond_max_copy_names_the_limit)},
+        {"without_cuda", TH_TESTS(dlsym_does_not_find_cuda_that_is_not_there, weak_reference_call_answers_quietly,
+                                  lookups_from_threads_stay_cheap)},
     };
     return th_check_main("ops", cases, sizeof cases / sizeof cases[0], 240);
 }

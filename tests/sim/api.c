@@ -1910,7 +1910,7 @@ CUresult CUDAAPI cuStreamAddCallback_ptsz(CUstream h, CUstreamCallback cb, void 
 #define FATBIN_MAGIC 0xBA55ED50u
 
 /* Any image that starts with the fatbin magic is taken for cubatch's copy-kernel fatbin
- * (its contents are not parsed): a module of the current context with the four tiers. */
+ * (its contents are not parsed): a module of the current context with the tiers of CB_KTIERS. */
 CUresult CUDAAPI cuModuleLoadData(CUmodule *module, const void *image)
 {
     BEGIN("cuModuleLoadData");

@@ -1003,24 +1003,28 @@ END_TEST
 
 /* A fatbin header: magic 0xBA55ED50 (little-endian), version 1, header size 16. */
 static const unsigned char fatbin[16] = { 0x50, 0xED, 0x55, 0xBA, 0x01, 0x00, 0x10, 0x00 };
-static const struct { const char *name; unsigned cap; } ktiers[] = { CB_KTIERS(CB_KTIER_ROW) };
+/* The tiers of copy_kernel.h's CB_KTIERS, however many: the tests below name the
+ * first (smallest), the second and the last (all of struct cb_kparams). */
+#define KONE(cap, name) +1
+enum { KTIERS = 0 CB_KTIERS(KONE), KFIRST = 0, KSECOND = 1, KMAX = KTIERS - 1 };
+#undef KONE
+_Static_assert(KTIERS >= 2, "the tests below launch the first, the second and the last tier");
+static const struct { const char *name; unsigned cap; } ktiers[KTIERS] = { CB_KTIERS(CB_KTIER_ROW) };
 #define KNAME(cap, name) #name,
 #define KCAP(cap, name) cap##u,
-static const char *const knames[4] = { CB_KTIERS(KNAME) };
-static const unsigned kcaps[4] = { CB_KTIERS(KCAP) };
+static const char *const knames[KTIERS] = { CB_KTIERS(KNAME) };
+static const unsigned kcaps[KTIERS] = { CB_KTIERS(KCAP) };
 #undef KNAME
 #undef KCAP
-_Static_assert(sizeof ktiers / sizeof ktiers[0] == 4, "the tests below index the four tiers");
-enum { K40, K168, K680, KMAX };
-static CUfunction kfn[4];
+static CUfunction kfn[KTIERS];
 
-/* Load the module in the current context; kfn[] its four tiers. */
+/* Load the module in the current context; kfn[] its tiers. */
 static CUmodule kload(void)
 {
     CUmodule m = NULL;
     OK(cuModuleLoadData(&m, fatbin));
     ck_assert_ptr_nonnull(m);
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < KTIERS; i++) {
         kfn[i] = NULL;
         OK(cuModuleGetFunction(&kfn[i], m, knames[i]));
         ck_assert_ptr_nonnull(kfn[i]);
@@ -1075,23 +1079,29 @@ START_TEST(kernel_module_lifecycle)
     ck_assert_int_eq(cuModuleLoadData(&bad, swapped), CUDA_ERROR_INVALID_IMAGE);
     ck_assert_ptr_null(bad);
     /* copy_kernel.h's list of tiers: smallest first, the last the whole struct */
-    for (size_t i = 0; i < 4; i++) {
+    for (size_t i = 0; i < KTIERS; i++) {
         ck_assert(i == 0 || ktiers[i - 1].cap < ktiers[i].cap);
         ck_assert(CB_KPARAMS_BYTES(ktiers[i].cap) <= CB_KPARAMS_LIMIT);
     }
-    ck_assert_uint_eq(ktiers[3].cap, CB_KPARAMS_MAX);
-    ck_assert_str_eq(knames[K40], "cubatch_copy_kernel_40"); /* the names say what they hold */
+    ck_assert_uint_eq(ktiers[KMAX].cap, CB_KPARAMS_MAX);
+    /* the names say what they hold: the capacity, none on the last */
+    char kname[64];
+    for (int i = 0; i < KMAX; i++) {
+        snprintf(kname, sizeof kname, "cubatch_copy_kernel_%u", kcaps[i]);
+        ck_assert_str_eq(knames[i], kname);
+    }
     ck_assert_str_eq(knames[KMAX], "cubatch_copy_kernel");
     m = kload();
-    /* the four tiers, distinct, the same handle when asked again */
-    for (int i = 0; i < 4; i++) {
+    /* the tiers, distinct, the same handle when asked again */
+    for (int i = 0; i < KTIERS; i++) {
         for (int j = 0; j < i; j++)
             ck_assert_ptr_ne(kfn[i], kfn[j]);
         OK(cuModuleGetFunction(&f, m, knames[i]));
         ck_assert_ptr_eq(f, kfn[i]);
     }
     f = (CUfunction)1;
-    ck_assert_int_eq(cuModuleGetFunction(&f, m, "cubatch_copy_kernel_41"), CUDA_ERROR_NOT_FOUND);
+    snprintf(kname, sizeof kname, "cubatch_copy_kernel_%u", kcaps[KFIRST] + 1); /* no tier's capacity */
+    ck_assert_int_eq(cuModuleGetFunction(&f, m, kname), CUDA_ERROR_NOT_FOUND);
     ck_assert_int_eq(cuModuleGetFunction(&f, m, "burn"), CUDA_ERROR_NOT_FOUND);
     ck_assert_int_eq(cuModuleGetFunction(&f, m, NULL), CUDA_ERROR_INVALID_VALUE);
     ck_assert_int_eq(cuModuleGetFunction(NULL, m, knames[KMAX]), CUDA_ERROR_INVALID_VALUE);
@@ -1101,15 +1111,15 @@ START_TEST(kernel_module_lifecycle)
     /* a second module is independent */
     OK(cuModuleLoadData(&m2, fatbin));
     ck_assert_ptr_ne(m2, m);
-    OK(cuModuleGetFunction(&f2, m2, knames[K40]));
-    ck_assert_ptr_ne(f2, kfn[K40]);
+    OK(cuModuleGetFunction(&f2, m2, knames[KFIRST]));
+    ck_assert_ptr_ne(f2, kfn[KFIRST]);
     /* a launch enqueued before the unload still runs */
     OK(cuStreamCreate(&s, 0));
     OK(cuMemAlloc_v2(&x, 64));
     OK(cuMemAlloc_v2(&y, 64));
     fill(HP(x), 64, 5);
     kp_add(p, y, x, 64);
-    OK(klaunch(kfn[K40], p, s));
+    OK(klaunch(kfn[KFIRST], p, s));
     OK(cuModuleUnload(m));
     ck_assert(all(HP(y), 64, 0));
     OK(cuStreamSynchronize(s));
@@ -1117,7 +1127,7 @@ START_TEST(kernel_module_lifecycle)
     /* after the unload: the module and its functions are dead handles */
     ck_assert_int_eq(cuModuleUnload(m), CUDA_ERROR_INVALID_HANDLE);
     ck_assert_int_eq(cuModuleGetFunction(&f, m, knames[KMAX]), CUDA_ERROR_INVALID_HANDLE);
-    ck_assert_int_eq(klaunch(kfn[K40], p, s), CUDA_ERROR_INVALID_HANDLE);
+    ck_assert_int_eq(klaunch(kfn[KFIRST], p, s), CUDA_ERROR_INVALID_HANDLE);
     ck_assert_uint_eq(cusim_pending(), 0);
     OK(klaunch(f2, p, s)); /* the other module still works */
     OK(cuModuleUnload(m2));
@@ -1142,7 +1152,7 @@ START_TEST(kernel_modules_die_with_context)
     struct cb_kparams *p = kp_new();
     setup();
     mp = kload(); /* primary context */
-    CUfunction fprim = kfn[K40];
+    CUfunction fprim = kfn[KFIRST];
     OK(cuCtxCreate_v2(&c2, 0, 0));
     OK(cuStreamCreate(&s2, 0));
     OK(cuMemAlloc_v2(&x, 64));
@@ -1150,7 +1160,7 @@ START_TEST(kernel_modules_die_with_context)
     /* a function of another context cannot be launched on this context's streams */
     ck_assert_int_eq(klaunch(fprim, p, s2), CUDA_ERROR_INVALID_HANDLE);
     m = kload();
-    OK(klaunch(kfn[K40], p, s2));
+    OK(klaunch(kfn[KFIRST], p, s2));
     OK(cuCtxDestroy_v2(c2)); /* runs its work; its modules go with it */
     ck_assert_uint_eq(cusim_kernel_copies(), 1);
     ck_assert_int_eq(cuModuleGetFunction(&f, m, knames[KMAX]), CUDA_ERROR_INVALID_HANDLE);
@@ -1194,7 +1204,7 @@ START_TEST(kernel_launch_created_stream)
     kp_add(p, y + 1000, DP(h) + 1000, 3); /* pinned -> device, odd size and offset */
     kp_add(p, m + 7, x + 1003, 3089);       /* device -> managed, unaligned */
     kp_add(p, DP(0xdead), DP(0xbeef), 0);    /* 0 bytes: a no-op, touches nothing */
-    OK(klaunch(kfn[K40], p, s));
+    OK(klaunch(kfn[KFIRST], p, s));
     OK(cuMemcpyDtoHAsync_v2(back, y, 1003, s));
     OK(cuEventRecord(e, s));
     OK(cuStreamWaitEvent(b, e, 0));
@@ -1236,39 +1246,39 @@ START_TEST(kernel_launch_legacy_per_thread_nonblocking)
     kp_add(p, y, x, 256);
     /* legacy (NULL through the plain entry): after the blocking stream's earlier work */
     OK(cuMemsetD8Async(x, 0x11, 256, a));
-    OK(klaunch(kfn[K168], p, NULL));
+    OK(klaunch(kfn[KSECOND], p, NULL));
     OK(cuStreamSynchronize_ptsz(NULL)); /* not the per-thread stream's work */
     ck_assert_uint_eq(cusim_pending(), 2);
     OK(cuStreamSynchronize(CU_STREAM_LEGACY));
     ck_assert(all(HP(y), 256, 0x11));
     /* CU_STREAM_LEGACY, before a blocking stream's later work */
-    OK(klaunch(kfn[K168], p, CU_STREAM_LEGACY));
+    OK(klaunch(kfn[KSECOND], p, CU_STREAM_LEGACY));
     OK(cuMemsetD8Async(x, 0x12, 256, a));
     OK(cuStreamSynchronize(a));
     ck_assert(all(HP(y), 256, 0x11) && all(HP(x), 256, 0x12));
     /* ... but not after a non-blocking stream's */
     memset(HP(x), 0x33, 256);
     OK(cuMemsetD8Async(x, 0x22, 256, nb));
-    OK(klaunch(kfn[K168], p, NULL));
+    OK(klaunch(kfn[KSECOND], p, NULL));
     OK(cuStreamSynchronize(NULL));
     ck_assert(all(HP(y), 256, 0x33));
     ck_assert_uint_eq(cusim_pending(), 1);
     OK(cuStreamSynchronize(nb));
     /* per-thread: NULL through _ptsz, or CU_STREAM_PER_THREAD; blocking (waits for legacy) */
     OK(cuMemsetD8Async(x, 0x44, 256, NULL));
-    OK(klaunch_ptsz(kfn[K168], p, NULL));
+    OK(klaunch_ptsz(kfn[KSECOND], p, NULL));
     OK(cuStreamSynchronize(nb));
     ck_assert_uint_eq(cusim_pending(), 2);
     OK(cuStreamSynchronize_ptsz(NULL));
     ck_assert(all(HP(y), 256, 0x44));
     OK(cuMemsetD8Async(x, 0x45, 256, NULL));
-    OK(klaunch(kfn[K168], p, CU_STREAM_PER_THREAD));
+    OK(klaunch(kfn[KSECOND], p, CU_STREAM_PER_THREAD));
     OK(cuStreamQuery_ptsz(NULL));
     ck_assert(all(HP(y), 256, 0x45));
     /* a non-blocking stream's launch does not wait for legacy work */
     memset(HP(x), 0x66, 256);
     OK(cuMemsetD8Async(x, 0x55, 256, NULL));
-    OK(klaunch(kfn[K168], p, nb));
+    OK(klaunch(kfn[KSECOND], p, nb));
     OK(cuStreamSynchronize(nb));
     ck_assert(all(HP(y), 256, 0x66));
     ck_assert_uint_eq(cusim_pending(), 1);
@@ -1294,7 +1304,7 @@ static unsigned char kernel_order_once(void)
         h[i] = (unsigned char)i;
         kp_add(p, d, DP(h + i), 1);
     }
-    OK(klaunch(kfn[K40], p, s));
+    OK(klaunch(kfn[KFIRST], p, s));
     OK(cuStreamSynchronize(s));
     free(p);
     return *(unsigned char *)HP(d);
@@ -1317,7 +1327,7 @@ START_TEST(kernel_scrambled_order)
     fill(h, 256, 1);
     kp_add(p, x, DP(h), 256);
     kp_add(p, y, x, 256);
-    OK(klaunch(kfn[K40], p, s));
+    OK(klaunch(kfn[KFIRST], p, s));
     OK(cuStreamSynchronize(s));
     ck_assert_mem_eq(HP(x), h, 256);
     ck_assert(all(HP(y), 256, 0));
@@ -1357,10 +1367,10 @@ START_TEST(kernel_tier_capacity)
     for (unsigned i = 0; i < CB_KPARAMS_MAX; i++) /* descriptor i: byte i */
         kp_add(p, d + i, DP(h) + i, 1);
     unsigned long copies = 0;
-    for (int t = 0; t < 4; t++) {
+    for (int t = 0; t < KTIERS; t++) {
         OK(cuStreamSynchronize(s));
         memset(HP(d), 0, CB_KPARAMS_MAX + 1);
-        /* one more than the tier holds: refused (the last tier: count says 1361) */
+        /* one more than the tier holds: refused (the last tier: one more than the struct holds) */
         p->count = kcaps[t] + 1;
         ck_assert_int_eq(klaunch(kfn[t], p, s), CUDA_ERROR_INVALID_VALUE);
         ck_assert_uint_eq(cusim_pending(), 0);
@@ -1393,7 +1403,7 @@ START_TEST(kernel_launch_validation)
     void *args[1] = { p }, *nullarg[1] = { NULL }, *extra[1] = { NULL };
     setup();
     kload();
-    CUfunction f = kfn[K40];
+    CUfunction f = kfn[KFIRST];
     OK(cuStreamCreate(&s, 0));
     OK(cuStreamCreate(&dead, 0));
     OK(cuStreamDestroy_v2(dead));
@@ -1455,7 +1465,7 @@ START_TEST(kernel_params_copied_at_launch)
     fill(HP(x), 256, 4);
     kp_add(p, y, x, 100);
     kp_add(p, y + 100, x + 100, 156);
-    OK(klaunch(kfn[K40], p, s));
+    OK(klaunch(kfn[KFIRST], p, s));
     /* the library reuses its parameter block at once */
     memset(p, 0, sizeof *p);
     kp_add(p, z, x, 8);
@@ -1486,7 +1496,7 @@ START_TEST(kernel_reads_only_tier_bytes)
     char *map = mmap(NULL, (size_t)pg * 9 + guard, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     ck_assert(map != MAP_FAILED);
     ck_assert_int_eq(mprotect(map + 9 * pg, guard, PROT_NONE), 0);
-    for (int t = 0; t < 4; t++) {
+    for (int t = 0; t < KTIERS; t++) {
         size_t bytes = CB_KPARAMS_BYTES(kcaps[t]);
         struct cb_kparams *p = (struct cb_kparams *)(void *)(map + 9 * pg - bytes);
         ck_assert_int_eq((int)((uintptr_t)p % 8), 0);
@@ -1522,7 +1532,7 @@ START_TEST(kernel_reachable_memory)
     kp_add(p, DP(pha) + 1, DP(ph) + 1, 1023);
     kp_add(p, DP(reg) + 8192 - 512, DP(ph), 512);
     kp_add(p, DP(reg), DP(ph), 1);
-    OK(klaunch(kfn[K40], p, s));
+    OK(klaunch(kfn[KFIRST], p, s));
     OK(cuStreamSynchronize(s));
     ck_assert_uint_eq(cusim_errors(), 0);
     ck_assert_mem_eq(HP(d), ph, 1024);
@@ -1570,7 +1580,7 @@ START_TEST(kernel_fault_sticky)
     fill(pageable, 64, 8);
     kp_add(p, y, x, 64);               /* fine */
     kp_add(p, z, DP(pageable), 64);    /* pageable source: an illegal address */
-    OK(klaunch(kfn[K40], p, s));      /* faults are asynchronous: the launch succeeds */
+    OK(klaunch(kfn[KFIRST], p, s));      /* faults are asynchronous: the launch succeeds */
     OK(cuMemsetD8Async(z, 0x5A, 64, s));
     OK(cuStreamAddCallback(s, status_cb, NULL, 0));
     OK(cuLaunchHostFunc(s, host_mark, NULL));
@@ -1597,7 +1607,7 @@ START_TEST(kernel_fault_sticky)
     ck_assert_int_eq(cuMemcpyDtoDAsync_v2(y, x, 64, o), CUDA_ERROR_ILLEGAL_ADDRESS);
     ck_assert_int_eq(cuMemcpyDtoD_v2(y, x, 64), CUDA_ERROR_ILLEGAL_ADDRESS);
     p->count = 1;
-    ck_assert_int_eq(klaunch(kfn[K40], p, o), CUDA_ERROR_ILLEGAL_ADDRESS);
+    ck_assert_int_eq(klaunch(kfn[KFIRST], p, o), CUDA_ERROR_ILLEGAL_ADDRESS);
     ck_assert_uint_eq(cusim_pending(), 0);
     ck_assert(all(HP(y), 64, 0));
     ck_assert_uint_eq(cusim_errors(), 1);
@@ -1681,7 +1691,7 @@ static void fault_case(int how, int logfd)
     }
     kp_add(p, dst, src, n);
     kp_add(p, DP(ph), a, 256);
-    OK(klaunch(kfn[K40], p, s));
+    OK(klaunch(kfn[KFIRST], p, s));
     ck_assert_uint_eq(cusim_errors(), err0);
     ck_assert_msg(cuStreamSynchronize(s) == CUDA_ERROR_ILLEGAL_ADDRESS, "case %d: no fault", how);
     ck_assert_uint_eq(cusim_errors(), err0 + 1);
@@ -1692,8 +1702,8 @@ static void fault_case(int how, int logfd)
     ssize_t got = read(logfd, buf, sizeof buf - 1);
     ck_assert_int_gt(got, 0);
     buf[got] = 0;
-    snprintf(want, sizeof want, "KERNEL_FAULT ptr=%p n=%zu kernel=cubatch_copy_kernel_40 index=1 %s\n",
-             HP(strstr(fault_why[how], "dst") ? dst : src), n, fault_why[how]);
+    snprintf(want, sizeof want, "KERNEL_FAULT ptr=%p n=%zu kernel=%s index=1 %s\n",
+             HP(strstr(fault_why[how], "dst") ? dst : src), n, knames[KFIRST], fault_why[how]);
     ck_assert_msg(strstr(buf, want) != NULL, "case %d, log:\n%s\nwant: %s", how, buf, want);
     free(pg);
     free(reg);
@@ -1730,7 +1740,7 @@ START_TEST(kernel_fault_at_execution_time)
     /* memory valid at launch, freed (stream-ordered, unordered with the launch) before it runs */
     OK(cuMemAllocAsync(&d, 64, b));
     kp_add(p, d, x, 64);
-    OK(klaunch(kfn[K40], p, a));
+    OK(klaunch(kfn[KFIRST], p, a));
     OK(cuMemFreeAsync(d, b));
     OK(cuStreamSynchronize(b));
     ck_assert_uint_eq(cusim_errors(), 0);
@@ -1766,7 +1776,7 @@ START_TEST(kernel_registered_default)
     ck_assert(dp == DP(ph));
     fill(reg, 4096, 3);
     kp_add(p, d, DP(reg), 4096); /* the host address is the device address */
-    OK(klaunch(kfn[K40], p, s));
+    OK(klaunch(kfn[KFIRST], p, s));
     OK(cuStreamSynchronize(s));
     ck_assert_mem_eq(HP(d), reg, 4096);
     OK(cuMemHostUnregister(reg));
@@ -1788,7 +1798,7 @@ START_TEST(kernel_registered_alias)
     setenv("CUSIM_REGISTERED_ALIAS", "1", 1);
     setup();
     kload();
-    CUfunction fprim = kfn[K40];
+    CUfunction fprim = kfn[KFIRST];
     OK(cuDeviceGetAttribute(&can, CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM, 0));
     ck_assert_int_eq(can, 0);
     OK(cuStreamCreate(&s, 0));
@@ -1825,7 +1835,7 @@ START_TEST(kernel_registered_alias)
     fill(reg, 4096, 5);
     kp_add(p, d, dp, 2048);
     kp_add(p, dp + 2048, DP(ph), 2048); /* writes land in the host memory */
-    OK(klaunch(kfn[K40], p, s));
+    OK(klaunch(kfn[KFIRST], p, s));
     OK(cuStreamSynchronize(s));
     ck_assert_mem_eq(HP(d), reg, 2048);
     ck_assert(all(reg + 2048, 2048, 0));
@@ -1844,7 +1854,7 @@ START_TEST(kernel_registered_alias)
     OK(cuMemHostRegister_v2(reg2, 4096, 0));
     p->count = 0;
     kp_add(p, d2, DP(reg2), 64);
-    OK(klaunch(kfn[K40], p, NULL));
+    OK(klaunch(kfn[KFIRST], p, NULL));
     ck_assert_int_eq(cuCtxSynchronize(), CUDA_ERROR_ILLEGAL_ADDRESS);
     ck_assert_uint_eq(cusim_errors(), 1);
     OK(cuMemHostUnregister(reg2));
@@ -1858,7 +1868,7 @@ START_TEST(kernel_registered_alias)
     OK(cuMemHostUnregister(reg2));
     p->count = 0;
     kp_add(p, d2, dp2, 64);
-    OK(klaunch(kfn[K40], p, NULL));
+    OK(klaunch(kfn[KFIRST], p, NULL));
     ck_assert_int_eq(cuCtxSynchronize(), CUDA_ERROR_ILLEGAL_ADDRESS);
     ck_assert_uint_eq(cusim_errors(), 2);
     OK(cuCtxDestroy_v2(c2));
@@ -1894,7 +1904,7 @@ START_TEST(kernel_capture_replay)
     kp_add(p, y + 128, x, 128); /* read-after-write inside the launch: order shows */
     kp_add(p, y, DP(h), 128);
     OK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    OK(klaunch(kfn[K40], p, s));
+    OK(klaunch(kfn[KFIRST], p, s));
     memset(p, 0, sizeof *p); /* captured at the call */
     OK(cuStreamIsCapturing(s, &st));
     ck_assert_int_eq(st, CU_STREAM_CAPTURE_STATUS_ACTIVE);
@@ -1935,14 +1945,14 @@ START_TEST(kernel_capture_replay)
     p->count = 0;
     kp_add(p, y, x, 16);
     OK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    ck_assert_int_eq(klaunch(kfn[K40], p, NULL), CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+    ck_assert_int_eq(klaunch(kfn[KFIRST], p, NULL), CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
     ck_assert_int_eq(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
     /* a replay that touches memory freed since the capture faults when it runs */
     OK(cuMemAlloc_v2(&f, 64));
     p->count = 0;
     kp_add(p, f, x, 64);
     OK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    OK(klaunch(kfn[K40], p, s));
+    OK(klaunch(kfn[KFIRST], p, s));
     OK(cuStreamEndCapture(s, &g));
     OK(cuGraphInstantiateWithFlags(&ge, g, 0));
     OK(cuMemFree_v2(f));
@@ -1973,28 +1983,29 @@ START_TEST(kernel_log_format)
     kp_add(p, y, x, 64);
     kp_add(p, x, y, 0);
     void *args[1] = { p };
-    OK(cuLaunchKernel(kfn[K168], 3, 1, 1, 128, 1, 1, 0, s, args, NULL));
+    OK(cuLaunchKernel(kfn[KSECOND], 3, 1, 1, 128, 1, 1, 0, s, args, NULL));
     OK(cuLaunchKernel_ptsz(kfn[KMAX], 1, 1, 1, 64, 1, 1, 0, NULL, args, NULL));
-    ck_assert_int_eq(cuLaunchKernel(kfn[K40], 0, 1, 1, 64, 1, 1, 0, s, args, NULL), CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(cuLaunchKernel(kfn[KFIRST], 0, 1, 1, 64, 1, 1, 0, s, args, NULL), CUDA_ERROR_INVALID_VALUE);
     ck_assert_int_eq(cuLaunchKernel(NULL, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL), CUDA_ERROR_NOT_SUPPORTED);
     p->count = 1;
     p->c[0].src = DP(pageable);
-    OK(cuLaunchKernel(kfn[K40], 1, 1, 1, 256, 1, 1, 0, s, args, NULL));
+    OK(cuLaunchKernel(kfn[KFIRST], 1, 1, 1, 256, 1, 1, 0, s, args, NULL));
     ck_assert_int_eq(cuStreamSynchronize(s), CUDA_ERROR_ILLEGAL_ADDRESS);
     ssize_t n = read(fd, buf, sizeof buf - 1);
     ck_assert_int_gt(n, 0);
     buf[n] = 0;
-    snprintf(want, sizeof want,
-             "cuLaunchKernel rc=0 stream=%p kernel=cubatch_copy_kernel_168 count=2 grid=3 block=128 order=shuffle\n",
-             (void *)s);
+    snprintf(want, sizeof want, "cuLaunchKernel rc=0 stream=%p kernel=%s count=2 grid=3 block=128 order=shuffle\n",
+             (void *)s, knames[KSECOND]);
     ck_assert_msg(strstr(buf, want) != NULL, "log:\n%s\nwant: %s", buf, want);
-    ck_assert_ptr_nonnull(strstr(buf, "cuLaunchKernel_ptsz rc=0 stream=0x0 kernel=cubatch_copy_kernel count=2 grid=1 "
-                                      "block=64 order=shuffle\n"));
+    snprintf(want, sizeof want, "cuLaunchKernel_ptsz rc=0 stream=0x0 kernel=%s count=2 grid=1 block=64 order=shuffle\n",
+             knames[KMAX]);
+    ck_assert_msg(strstr(buf, want) != NULL, "log:\n%s\nwant: %s", buf, want);
     ck_assert_ptr_nonnull(strstr(buf, "cuLaunchKernel rc=1 stream="));
-    ck_assert_ptr_nonnull(strstr(buf, "kernel=cubatch_copy_kernel_40 count=2 grid=0 block=64"));
+    snprintf(want, sizeof want, "kernel=%s count=2 grid=0 block=64", knames[KFIRST]);
+    ck_assert_msg(strstr(buf, want) != NULL, "log:\n%s\nwant: %s", buf, want);
     snprintf(want, sizeof want, "cuLaunchKernel rc=801 stream=%p\n", (void *)s);
     ck_assert_msg(strstr(buf, want) != NULL, "log:\n%s\nwant: %s", buf, want);
-    snprintf(want, sizeof want, "KERNEL_FAULT ptr=%p n=64 kernel=cubatch_copy_kernel_40 index=0 side=src", pageable);
+    snprintf(want, sizeof want, "KERNEL_FAULT ptr=%p n=64 kernel=%s index=0 side=src", pageable, knames[KFIRST]);
     ck_assert_msg(strstr(buf, want) != NULL, "log:\n%s\nwant: %s", buf, want);
     ck_assert_ptr_nonnull(strstr(buf, "cuModuleLoadData rc=0 stream=- module="));
     ck_assert_ptr_nonnull(strstr(buf, "cuModuleGetFunction rc=0 stream=- module="));
@@ -2189,7 +2200,7 @@ START_TEST(two_devices_copy_kernel)
     setup2();
     /* one module per context: device 0's functions do not launch on device 1 */
     kload();
-    CUfunction f0 = kfn[K40];
+    CUfunction f0 = kfn[KFIRST];
     OK(cuMemAllocHost_v2((void **)&pin0, 128)); /* device 0's context's pinned memory */
     fill(pin0, 128, 11);
     OK(cuMemAlloc_v2(&d0, 64));
@@ -2201,15 +2212,15 @@ START_TEST(two_devices_copy_kernel)
     ck_assert_int_eq(klaunch(f0, p, s1), CUDA_ERROR_INVALID_HANDLE);
     ck_assert_int_eq(klaunch(f0, p, NULL), CUDA_ERROR_INVALID_HANDLE);
     kload();
-    ck_assert_ptr_ne(kfn[K40], f0);
+    ck_assert_ptr_ne(kfn[KFIRST], f0);
     /* pinned memory of device 0's context is reachable from device 1 (unified addresses) */
-    OK(klaunch(kfn[K40], p, s1));
+    OK(klaunch(kfn[KFIRST], p, s1));
     OK(cuStreamSynchronize(s1));
     ck_assert_mem_eq(HP(d1), pin0, 64);
     /* device 0's memory is not: a fault, sticky in device 1's context only */
     p->count = 0;
     kp_add(p, d0, d1, 64);
-    OK(klaunch(kfn[K40], p, s1));
+    OK(klaunch(kfn[KFIRST], p, s1));
     ck_assert_int_eq(cuStreamSynchronize(s1), CUDA_ERROR_ILLEGAL_ADDRESS);
     ck_assert_uint_eq(cusim_errors(), 1);
     OK(cuCtxSetCurrent(ctx));
@@ -2222,7 +2233,7 @@ START_TEST(two_devices_copy_kernel)
     OK(cuDevicePrimaryCtxRetain(&ctx1, 1));
     OK(cuCtxSetCurrent(ctx1));
     OK(cuCtxSynchronize());
-    ck_assert_int_eq(klaunch(kfn[K40], p, NULL), CUDA_ERROR_INVALID_HANDLE);
+    ck_assert_int_eq(klaunch(kfn[KFIRST], p, NULL), CUDA_ERROR_INVALID_HANDLE);
     free(p);
 }
 END_TEST

@@ -1,22 +1,23 @@
 #!/bin/sh
-# gen-flushcalls.sh SRCDIR - write C (stdout) that calls every row of
+# gen-flushcalls.sh SRCDIR BUILDSRC - write C (stdout) that calls every row of
 # SRCDIR/hooks.def that flushes (every action but COPY and RESOLVER) once, for
 # tests/table/flushcall.c: each parameter a zero-initialised local of its declared
 # type, then filled by FILL() (streams, contexts, callbacks the test chose), then
 # the exported function called by name.  Generated at build time from the table,
 # so the test follows the table.
 #
-# The table is read by the C preprocessor through src/hooks_each.h (the one list
-# of actions), as the library reads it: one line per row, "CB_ROW name ACTION
-# (parameters)"; only the parameter list is split here.  $CC (default cc) runs it.
+# The table is read by the C preprocessor through hooks_each.h (made from
+# src/actions.def in BUILDSRC, the build tree's src/), as the library reads it:
+# one line per row, "CB_ROW name ACTION (parameters)"; only the parameter list
+# is split here.  $CC (default cc) runs it.
 set -eu
-src=$1
+src=$1 built=$2
 printf '%s\n' \
     '#define CB_ON_OTHER(name, ptsz, action, aarg, params, args) CB_ROW name action params' \
     '#define CB_ON_COPY(...)' \
     '#define CB_ON_RESOLVER(...)' \
     '#include "hooks_each.h"' |
-${CC:-cc} -E -P -I"$src" -x c - |
+${CC:-cc} -E -P -I"$built" -I"$src" -x c - |
 awk '
 function trim(s) { sub(/^[ \t]+/, "", s); sub(/[ \t]+$/, "", s); return s }
 # split s (no outer parentheses) on top-level commas into a[1..n]

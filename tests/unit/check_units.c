@@ -458,11 +458,11 @@ END_TEST
 int main(void)
 {
     const struct th_case cases[] = {
-        {"options", {bool_words, option_table_checks_itself, sizes_and_ranges, enums, sizes_as_documented}},
-        {"policy", {policy_default_follows_measurement, policy_parsing, policy_bands_checked}},
-        {"classification", {classify_matches_the_driver, classify_drops_a_range_the_driver_redrew,
-                            alloc_table_finds_removes_and_grows, alloc_table_readers_race_a_writer}},
-        {"hazards", {hazard_rules, hazard_matches_brute_force}},
+        {"options", TH_TESTS(bool_words, option_table_checks_itself, sizes_and_ranges, enums, sizes_as_documented)},
+        {"policy", TH_TESTS(policy_default_follows_measurement, policy_parsing, policy_bands_checked)},
+        {"classification", TH_TESTS(classify_matches_the_driver, classify_drops_a_range_the_driver_redrew,
+                                    alloc_table_finds_removes_and_grows, alloc_table_readers_race_a_writer)},
+        {"hazards", TH_TESTS(hazard_rules, hazard_matches_brute_force)},
     };
     /* check's default limit per test */
     return th_check_main("units", cases, sizeof cases / sizeof cases[0], 4);
