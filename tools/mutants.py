@@ -106,7 +106,7 @@ MUTANTS = {
     "side-marker-before-copies": ("src/engine.c:submit_side()", "    CUresult sub = submit_on(c, f, side);\n    CUresult mk = submit_markers(c, f->ctx, side, made); /* rule 11: after every copy, before the join */",
         "    CUresult mk = submit_markers(c, f->ctx, side, made);\n    CUresult sub = submit_on(c, f, side);", "rule 11 (per-thread run on the side stream)"),
     "event-observer-does-not-flush": ("src/hooks.c:#CB_WRAP_EVENT", "    CB_WRAPPER(name, params, args, cb_event_observe(CB_EXPAND aarg), (void)0)",
-                                      "    CB_WRAPPER(name, params, args, CUDA_SUCCESS, (void)0)", "rule 11 (observers)", "check_rules:observers"),
+                                      "    CB_WRAPPER(name, params, args, CUDA_SUCCESS, (void)0)", "rule 11 (observers)", "check_rules:markers"),
     "elapsed-start-ignored": ("src/marker.c:cb_event_observe()", "        rc = cb_flush_holder(a);\n        if (b)\n            rc = cb_first_error(rc, cb_flush_holder(b));",
         "        rc = cb_flush_holder(b ? b : a);", "rule 11 (either event of an elapsed time)"),
     "wait-ignores-the-event": ("src/marker.c:cb_flush_wait()", "    rc = cb_first_error(rc, cb_event_flush_holder(*e));",
@@ -473,8 +473,8 @@ def main(argv):
             names += CI_SUBSET
         elif a == "--workdir":
             workdir = next(it, None)
-        elif a == "-j":
-            jobs = int(next(it, "2"))
+        elif a == "-j" or re.fullmatch(r"-j\d+", a):
+            jobs = int(a[2:] or next(it, "2"))
         elif a.startswith("-"):
             print(f"unknown option {a} (--help)"); return 2
         else:
