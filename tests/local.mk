@@ -24,9 +24,10 @@ bench_dl_threads_LDADD = -ldl -lpthread
 TESTS += tests/package/check_design_refs.sh
 EXTRA_DIST += tests/package/check_design_refs.sh docs/design.md docs/guide.md docs/testing.md docs/contributing.md
 
-# The README names only paths of the tree and speed-ups bench/RESULTS.md records.
+# The README names only paths of the tree, figures of the newest run of
+# bench/RESULTS.md and counts of the tree (with the man pages and docs/testing.md).
 TESTS += tests/package/check_readme.sh
-EXTRA_DIST += tests/package/check_readme.sh
+EXTRA_DIST += tests/package/check_readme.sh tests/package/check_facts.py
 
 # Every mutant of tools/mutants.py still finds the text it breaks.
 TESTS += tests/package/check_mutants.sh
