@@ -40,6 +40,7 @@ void cb_init_slow(void)
     cb_in_init = 1;
     cb_config_load(0);
     load_policy(0);
+    cb_fork_init(); /* the counters' fork handlers (fork.c) */
     cb_stats_init();
     int found = cb_driver_load();
     if (found) {

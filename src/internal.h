@@ -193,6 +193,10 @@ extern const char *const cb_direction_names[CB_D_COUNT];
 void cb_life_arm(void);          /* first deferred copy: exit and fork handlers */
 void cb_life_watch_thread(void); /* this thread owns a per-thread-stream run */
 
+/* ---- fork.c: fork (rule 10), and the one table of the locks held across it ---- */
+void cb_fork_init(void); /* at initialisation: the rows registered whether or not a copy is deferred */
+void cb_fork_arm(void);  /* at the first deferred copy (life.c): the others */
+
 /* ---- marker.c: event records in runs, and their observers (rule 11) ----------- */
 /* A record (MARKER rows): *queued = 1 when it joined its stream's run as a
  * marker (the wrapper then does not forward it); else the flushes it needs were
@@ -227,6 +231,11 @@ void cb_timer_arm(uint64_t when);
 void cb_timer_atfork_prepare(void); /* the due time's lock held across fork */
 void cb_timer_atfork_parent(void);
 void cb_timer_atfork_child(void); /* the child has no timer thread */
+
+/* ---- look.c: the timer's look at the runs (rule 7), and the pace ------------- */
+/* No lock held: flush runs that stopped growing, grow too slowly or grew old;
+ * returns when the next look is due (0: none). */
+uint64_t cb_look_runs(uint64_t now_ns);
 
 /* ---- waits.c: stream waits that ride (rule 16) ----------------------------------- */
 /* A wait of s for e (WAIT rows) kept as s's pending wait: 1 when it was (the
@@ -277,12 +286,7 @@ CUresult cb_flush_set_enabled(int on);
 extern atomic_int cb_flush_paused_flag;
 static inline int cb_flush_paused(void) { return atomic_load_explicit(&cb_flush_paused_flag, memory_order_acquire); }
 void cb_flush_thread_gone(void);   /* a per-thread-stream owner exits */
-void cb_flush_atfork_prepare(void);
-void cb_flush_atfork_parent(void);
-void cb_flush_atfork_child(void);
-/* The timer's look (timer.c; no lock held): flush runs that stopped growing,
- * grow too slowly or grew old; returns when the next look is due (0: none). */
-uint64_t cb_flush_timer_look(uint64_t now_ns);
+void cb_flush_before_fork(void);   /* fork.c's prepare handler: every run goes out */
 
 /* ==== runs ===================================================================== */
 /* run.c and hazard.c: struct cb_run and its store, declared in run.h. */
@@ -304,9 +308,12 @@ struct cb_tstats {
 struct cb_tstats *cb_stats_thread_slow(void);
 void cb_stat_max(enum cb_stat_id id, uint64_t value);
 enum cb_stat_id cb_flush_stat(enum cb_flush_why why); /* the counter of a flush reason */
-/* At initialisation: the report file's pattern is checked, the exit report
- * registered when asked for, and a fork child starts from zero. */
+/* At initialisation: the exit report registered when asked for. */
 void cb_stats_init(void);
+/* fork.c's table: the counters' lock held across fork; a child starts from zero. */
+void cb_stats_atfork_prepare(void);
+void cb_stats_atfork_parent(void);
+void cb_stats_atfork_child(void);
 /* Whether batching is on, and why not: said in the report's first line. */
 void cb_stats_set_batching(int on, const char *reason);
 size_t cb_stats_json(char *buf, size_t len);

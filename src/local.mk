@@ -16,7 +16,7 @@ src_libcubatch_core_la_SOURCES = \
 	src/capture.h src/allocs.h src/choose.h \
 	src/hooks.def src/hooks_each.h src/driver.def src/options.def src/stats.def \
 	src/copy.c src/context.c src/classify.c src/allocs.c src/policy.c \
-	src/life.c src/marker.c src/waits.c src/timer.c src/flush.c \
+	src/life.c src/fork.c src/marker.c src/waits.c src/timer.c src/look.c src/flush.c \
 	src/run.c src/hazard.c src/event.c \
 	src/engine.c src/engine_batch.c src/engine_loop.c src/engine_kernel.c src/ptds.c src/smwork.c src/choose.c src/capture.c \
 	src/stats.c src/config.c src/driver.c src/log.c src/clock.c src/tblock.c

@@ -19,7 +19,7 @@ struct cb_run_key {
 };
 
 /* The pace of a stream.  Written by run.c only (cb_run_still_slow, _found_slow,
- * _burst_begins, _burst_ends), as copy.c and flush.c decide. */
+ * _burst_begins, _burst_ends), as copy.c, flush.c and look.c decide. */
 struct cb_pace {
     int warm;          /* a burst is under way: the first copy passed through, the next join the run */
     int slow;          /* copies come too slowly to batch: they pass through, each timed */
@@ -27,7 +27,7 @@ struct cb_pace {
 };
 
 /* The timer's looks at a stream.  Written by run.c only (cb_run_open,
- * cb_run_looked, cb_run_look_at); flush.c's cb_flush_timer_look decides. */
+ * cb_run_looked, cb_run_look_at); look.c's cb_look_runs decides. */
 struct cb_looks {
     uint64_t opened_ns;      /* when the run opened: the age bound */
     uint64_t burst_ns;       /* when the looks began */

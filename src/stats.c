@@ -125,9 +125,9 @@ struct cb_tstats *cb_stats_thread_slow(void)
 /* fork(): the lock is taken across it, so the child's copy is consistent; the
  * child keeps only the forking thread's block, zeroed, and frees the others
  * (their threads do not exist there). */
-static void stats_fork_prepare(void) { pthread_mutex_lock(&cb_stats_lock); }
-static void stats_fork_parent(void) { pthread_mutex_unlock(&cb_stats_lock); }
-static void stats_fork_child(void)
+void cb_stats_atfork_prepare(void) { pthread_mutex_lock(&cb_stats_lock); }
+void cb_stats_atfork_parent(void) { pthread_mutex_unlock(&cb_stats_lock); }
+void cb_stats_atfork_child(void)
 {
     pthread_mutex_init(&cb_stats_lock, NULL);
     for (struct cb_tstats *t = cb_stats_all; t; t = t->next) {
@@ -144,13 +144,11 @@ static void stats_fork_child(void)
 static void cb_stats_report(void);
 static void report_at_exit(void) { cb_stats_report(); }
 
-/* At initialisation, whether or not a copy is ever deferred (the flush's own
- * fork handlers, life.c, come only with the first deferred copy).  The report is
+/* At initialisation, whether or not a copy is ever deferred.  The report is
  * registered now, before the final flush (atexit runs in reverse order), so it
  * is written after everything else of cubatch's at exit. */
 void cb_stats_init(void)
 {
-    pthread_atfork(stats_fork_prepare, stats_fork_parent, stats_fork_child);
     if (cb_opt(CB_OPT_stats) != CB_STATS_OFF)
         atexit(report_at_exit);
 }
