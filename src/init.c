@@ -41,7 +41,7 @@ void cb_init_slow(void)
     cb_config_load(0);
     load_policy(0);
     cb_fork_init(); /* the counters' fork handlers (fork.c) */
-    cb_stats_init();
+    cb_report_init();
     int found = cb_driver_load();
     if (found) {
         cb_engines_init();

@@ -308,17 +308,20 @@ struct cb_tstats {
 struct cb_tstats *cb_stats_thread_slow(void);
 void cb_stat_max(enum cb_stat_id id, uint64_t value);
 enum cb_stat_id cb_flush_stat(enum cb_flush_why why); /* the counter of a flush reason */
-/* At initialisation: the exit report registered when asked for. */
-void cb_stats_init(void);
 /* fork.c's table: the counters' lock held across fork; a child starts from zero. */
 void cb_stats_atfork_prepare(void);
 void cb_stats_atfork_parent(void);
 void cb_stats_atfork_child(void);
 /* Whether batching is on, and why not: said in the report's first line. */
 void cb_stats_set_batching(int on, const char *reason);
+/* The report as JSON or text in buf (cut to len); the length the whole needs. */
 size_t cb_stats_json(char *buf, size_t len);
+size_t cb_stats_text(char *buf, size_t len);
 /* The measured choice's table for the report (text or JSON), given by choose.c. */
 void cb_stats_set_choices(size_t (*describe)(char *buf, size_t len, int json));
+
+/* ---- report.c: the report at exit, written where CUBATCH_STATS_FILE says ------ */
+void cb_report_init(void); /* at initialisation: the exit report registered when asked for */
 
 /* ---- config.c: options ------------------------------------------------------------ */
 /* Read on the copy path: inline, one load. */
@@ -367,6 +370,17 @@ const char *cb_option_default(const struct cb_option *o, char *buf, size_t len);
 /* The launcher's check (tools/cubatch-check.c): cb_config_load and the policy,
  * as at start; returns the number of problems. */
 CB_EXPORT int cubatch__check_options(void);
+
+/* ---- suggest.c: did you mean ---------------------------------------------------- */
+/* Of name(0) .. name(n - 1), the closest to word (len characters, compared
+ * ignoring case), if close enough to be a slip: at most a third of its
+ * characters edited; else NULL. */
+const char *cb_suggest(const char *word, size_t len, const char *(*name)(size_t i), size_t n);
+
+/* ---- fifo.c: a report file that is a FIFO ---------------------------------------- */
+/* 1 (after a warning) when path names a FIFO that cannot take the report at
+ * exit: nobody reads it; one that can stays open to the end.  0 otherwise. */
+int cb_fifo_refused(const char *path);
 
 /* ---- driver.c: the real driver ---------------------------------------------------- */
 /* Each hooks.def row: its exported name, its per-thread flag, whether it copies. */
