@@ -23,6 +23,7 @@
 #include "copy_kernel.h"
 #include "nvtx.h"
 #include "smwork.h"
+#include "stream.h"
 #include "capture.h"
 #include "choose.h"
 #include "stats.h"
@@ -207,7 +208,7 @@ static CUresult submit_on(const struct cb_copies *c, struct cb_stream_facts *f, 
     while (!e->takes(c, f))
         e++;
     cb_nvtx_submit_begin(c, e->name); /* a profiler's range for this submission (nvtx.c) */
-    CUstream own = f->ptds ? CU_STREAM_PER_THREAD : f->legacy ? CU_STREAM_LEGACY : f->stream;
+    CUstream own = cb_facts_handle(f);
     CUstream stream = side ? side : e->per_copy_streams ? NULL : own;
     CUresult first = CUDA_SUCCESS;
     size_t max = e->max_per_call();

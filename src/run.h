@@ -8,6 +8,7 @@
 #include "event.h"
 #include "hazard.h"
 #include "choose.h"
+#include "stream.h"
 
 #include <uthash.h>
 
@@ -101,14 +102,9 @@ static inline int cb_runs_locked_here(void) { return cb_tls_held > 0; }
  * (CU_STREAM_LEGACY, ctx) for the legacy stream of the current context ctx. */
 static inline struct cb_run_key cb_run_key_of(CUstream s, enum cb_stream_kind sk, CUcontext ctx)
 {
-    if (sk == CB_SK_PER_THREAD)
-        return (struct cb_run_key){(uintptr_t)CU_STREAM_PER_THREAD, (uintptr_t)pthread_self()};
-    if (sk == CB_SK_LEGACY) /* one legacy stream per context */
-        return (struct cb_run_key){(uintptr_t)CU_STREAM_LEGACY, (uintptr_t)ctx};
-    return (struct cb_run_key){(uintptr_t)s, 0};
+    uintptr_t owner = sk == CB_SK_LEGACY ? (uintptr_t)ctx : cb_stream_owner(sk); /* one legacy stream per context */
+    return (struct cb_run_key){(uintptr_t)cb_stream_handle(s, sk), owner};
 }
-/* Does the stream synchronize with the legacy stream (rule 3)? */
-int cb_stream_blocking(CUstream s, enum cb_stream_kind sk);
 /* The stream's run, locked (no run lock held before); create: make it when
  * there is none (*created = 1).  NULL: none (or out of memory). */
 struct cb_run *cb_run_lock_key(const struct cb_run_key *key, int create, int *created);

@@ -24,7 +24,7 @@ MUTANTS = {
     "ptds-side-stream-skipped": ("src/flush.c", "        if (!run->active || !matches(run, which)) {",
                                  "        if (!run->active || !matches(run, which) || (run->facts.ptds && !cb_run_is_owner(run))) {", "rule 4"),
     "ptds-no-legacy-join": ("src/ptds.c", "    CUresult rc = join_in(f, CU_STREAM_LEGACY);", "    CUresult rc = CUDA_SUCCESS;", "rule 4"),
-    "no-timer": ("src/timer.c", "        uint64_t next = cb_flush_timer_look(cb_now_ns());", "        uint64_t next = 0;", "rule 7"),
+    "no-timer": ("src/timer.c", "        uint64_t next = cb_look_runs(cb_now_ns());", "        uint64_t next = 0;", "rule 7"),
     "no-chunking": ("src/run.c", "    if (run->q.n >= fd->chunk_at)\n        fd->chunk_due = 1;",
         "    if (0)\n        fd->chunk_due = 1;", "rule 7"),
     "chunk-before-its-records": ("src/copy.c", "    if (cb_run_feed_copy(run) && run->q.nmarks == 0) {",
@@ -59,9 +59,9 @@ MUTANTS = {
     "context-row-made-stream": ("src/hooks.def", "CB_HOOK(cuMemsetD8_v2, 0, CONTEXT, (),", "CB_HOOK(cuMemsetD8_v2, 0, STREAM, (NULL),", "rule 6 (exact scope)"),
     "no-pipelining": ("src/engine.c", "    size_t c = has_h2d ? 32 : 64;", "    size_t c = max; (void)has_h2d;", "rule 7 (chunks)"),
     "timer-never-armed": ("src/copy.c", "    if (opened)\n        cb_timer_arm(run->looks.look_ns);", "    if (opened && 0)\n        cb_timer_arm(run->looks.look_ns);", "rule 7"),
-    "age-bound-ignored": ("src/flush.c", "} else if (!joined || now - l->opened_ns >= max_wait) {", "} else if (!joined) {", "rule 7"),
+    "age-bound-ignored": ("src/look.c", "} else if (!joined || now - l->opened_ns >= max_wait) {", "} else if (!joined) {", "rule 7"),
     "clock-read-per-copy": ("src/copy.c", "    if (cb_run_append(run, rq))\n        goto pass;", "    if (cb_now_ns() == 0 || cb_run_append(run, rq))\n        goto pass;", "rule 7 (no clock per copy)"),
-    "slow-streams-deferred": ("src/flush.c", "                if (joined && span / joined > cb_opt(CB_OPT_slow_ns)) {", "                if (0) {", "pace"),
+    "slow-streams-deferred": ("src/look.c", "                if (joined && span / joined > cb_opt(CB_OPT_slow_ns)) {", "                if (0) {", "pace"),
     "first-copy-deferred": ("src/copy.c", "    if (!run->pace.warm && run->q.n == 0) {", "    if (0) {", "rule 8 (first of a burst)"),
     "blocking-overtakes-legacy-run": ("src/flush.c", "    if (cb_runs_legacy_pending() && cb_stream_blocking(s, sk))\n        return flush_matching(CB_LEGACY_RUNS, CB_WHY_flush_legacy);",
                                       "    (void)s;", "rule 3 (mirror: legacy runs before blocking work)"),
@@ -162,8 +162,8 @@ MUTANTS = {
                                        "rule 16 (a wait is for the record it named)"),
     "destroy-ignores-pending-waits": ("src/marker.c", "    CUresult rc = cb_waits_issue_event(e); /* rule 16: they wait for its last record */",
                                       "    CUresult rc = CUDA_SUCCESS;", "rule 16 (a wait is for the record it named)"),
-    "waits-met-unasked": ("src/marker.c", "    int met = !cb_captures_active() && !cb_stream_blocking(s, CB_SK_CREATED) &&\n              cb_drv.cuEventQuery(si ? si->ev : e) == CUDA_SUCCESS;",
-        "    int met = !cb_captures_active() && !cb_stream_blocking(s, CB_SK_CREATED);", "rule 16 (only a complete event's wait is dropped)"),
+    "waits-met-unasked": ("src/marker.c", "    int met = !cb_captures_active() && cb_stream_created_nonblocking(s, ptsz) &&\n              cb_drv.cuEventQuery(si ? si->ev : e) == CUDA_SUCCESS;",
+        "    int met = !cb_captures_active() && cb_stream_created_nonblocking(s, ptsz);", "rule 16 (only a complete event's wait is dropped)"),
 }
 
 def sh(cmd):
