@@ -28,9 +28,6 @@
 #include "choose.h"
 #include "stats.h"
 
-int cb_batching;
-const char *cb_batching_reason = "not initialised";
-
 int cb_kernel_usable;
 static const char *cb_kernel_reason = "";
 
@@ -113,16 +110,17 @@ static const struct cb_engine cb_engines[] = {
 
 void cb_engines_init(void)
 {
-    cb_batching = 0;
+    const char *why = NULL;
     cb_kernel_usable = 0;
-    if (!cb_batch_engine_init(&cb_batching_reason))
-        return;
-    if (!cb_opt(CB_OPT_enable)) {
-        cb_batching_reason = "switched off (CUBATCH_ENABLE=0)";
+    if (!cb_batch_engine_init(&why)) {
+        cb_batching_set(0, why);
         return;
     }
-    cb_batching = 1;
-    cb_batching_reason = "ok";
+    if (!cb_opt(CB_OPT_enable)) {
+        cb_batching_set(0, "switched off (CUBATCH_ENABLE=0)");
+        return;
+    }
+    cb_batching_set(1, "ok");
     if (cb_opt(CB_OPT_engine) == CB_ENGINE_BATCH)
         cb_kernel_reason = "CUBATCH_ENGINE=batch";
     else

@@ -46,10 +46,8 @@ void cb_init_slow(void)
     if (found) {
         cb_engines_init();
     } else {
-        cb_batching = 0;
-        cb_batching_reason = "libcuda.so.1 not found";
+        cb_batching_set(0, "libcuda.so.1 not found");
     }
-    cb_stats_set_batching(cb_batching, cb_batching_reason);
     if (!cb_batching && (cb_opt(CB_OPT_overlap) || cb_opt(CB_OPT_src_order) != CB_SRC_ORDER_STREAM))
         cb_warn("CUBATCH_OVERLAP / CUBATCH_SRC_ORDER cannot be honoured: batching is unavailable (%s)",
                 cb_batching_reason);

@@ -296,6 +296,13 @@ void cb_flush_before_fork(void);   /* fork.c's prepare handler: every run goes o
 
 /* ==== base ===================================================================== */
 
+/* ---- batching.c: the batching switch --------------------------------------------- */
+/* Whether copies may be deferred at all, and why not (said in the report's
+ * first line); read anywhere, written through cb_batching_set only. */
+extern int cb_batching;
+extern const char *cb_batching_reason;
+void cb_batching_set(int on, const char *reason); /* at initialisation (engine.c, init.c) */
+
 /* ---- stats.c: the counters of stats.def, per thread ------------------------------ */
 struct cb_tstats {
     uint64_t v[CB_STAT_COUNT];
@@ -312,8 +319,6 @@ enum cb_stat_id cb_flush_stat(enum cb_flush_why why); /* the counter of a flush 
 void cb_stats_atfork_prepare(void);
 void cb_stats_atfork_parent(void);
 void cb_stats_atfork_child(void);
-/* Whether batching is on, and why not: said in the report's first line. */
-void cb_stats_set_batching(int on, const char *reason);
 /* The report as JSON or text in buf (cut to len); the length the whole needs. */
 size_t cb_stats_json(char *buf, size_t len);
 size_t cb_stats_text(char *buf, size_t len);

@@ -19,7 +19,7 @@ src_libcubatch_core_la_SOURCES = \
 	src/life.c src/fork.c src/marker.c src/waits.c src/timer.c src/look.c src/flush.c \
 	src/run.c src/hazard.c src/event.c \
 	src/engine.c src/engine_batch.c src/engine_loop.c src/engine_kernel.c src/ptds.c src/smwork.c src/choose.c src/capture.c \
-	src/stream.c src/report.c src/stats.c src/config.c src/suggest.c src/fifo.c src/driver.c src/log.c src/clock.c src/tblock.c
+	src/stream.c src/batching.c src/report.c src/stats.c src/config.c src/suggest.c src/fifo.c src/driver.c src/log.c src/clock.c src/tblock.c
 src_libcubatch_core_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden -pthread
 
 src_libcubatch_la_SOURCES = src/init.h src/hooks.c src/resolve.c src/api.c src/init.c

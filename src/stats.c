@@ -63,16 +63,6 @@ _Static_assert(CB_ST_copies_d2h == CB_ST_copies_h2d + CB_D_D2H && CB_ST_copies_d
 
 enum cb_stat_id cb_flush_stat(enum cb_flush_why why) { return cb_why_stat[why]; }
 
-/* Said in the report's first line (set at initialisation). */
-static int cb_batching_on;
-static const char *cb_batching_reason = "not started: no intercepted CUDA call yet";
-
-void cb_stats_set_batching(int on, const char *reason)
-{
-    cb_batching_on = on;
-    cb_batching_reason = reason;
-}
-
 /* Run in the exiting thread: a copy counted by a later destructor takes a
  * block again instead of writing into one another thread may now hold. */
 static void thread_exit(void *p)
@@ -217,7 +207,7 @@ size_t cb_stats_json(char *buf, size_t len)
         for (char *c = host; *c; c++)
             *c = isalnum((unsigned char)*c) || *c == '.' || *c == '-' || *c == '_' ? *c : '?';
     out(&o, "{\"cubatch\":\"%s\",\"pid\":%d,\"host\":\"%s\",\"batching\":%s,\"reason\":\"%s\",\"entry_points\":{",
-        PACKAGE_VERSION, (int)getpid(), host, cb_batching_on ? "true" : "false", cb_batching_reason);
+        PACKAGE_VERSION, (int)getpid(), host, cb_batching ? "true" : "false", cb_batching_reason);
     json_per_hook(&o, calls, 1);
     out(&o, "},\"calls\":{");
     json_per_hook(&o, calls, 0);
@@ -239,7 +229,7 @@ static void report_text(struct cb_out *o)
     uint64_t v[CB_STAT_COUNT], calls[CB_HOOK_COUNT], ended[CB_HOOK_COUNT];
     merge(v, calls, ended);
     out(o, "cubatch %s report (pid %d): batching %s (%s)\n", PACKAGE_VERSION, (int)getpid(),
-        cb_batching_on ? "on" : "off", cb_batching_reason);
+        cb_batching ? "on" : "off", cb_batching_reason);
     out(o, "  %-28s %14s\n", "copy entry point", "calls");
     for (size_t i = 0; i < CB_HOOK_COUNT; i++)
         if (cb_hook_rows[i].is_copy && calls[i])
