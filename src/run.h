@@ -13,6 +13,8 @@
 #include <uthash.h>
 
 
+/* Which stream a run is for: made by cb_run_key_of only, from stream.h's
+ * handle and owner. */
 struct cb_run_key {
     uintptr_t stream; /* the handle; CU_STREAM_PER_THREAD for a per-thread stream */
     uintptr_t owner;  /* pthread_self() of the owning thread for a per-thread stream, the
