@@ -1,8 +1,8 @@
 /* config.c - the option table (options.def) read from the environment once.
  * Parsing follows one rule: the whole string must be understood, or the default
  * stays and a warning names the variable and what it accepts.  A CUBATCH_ variable
- * that names no option gets a warning too, with the closest option's name: a
- * misspelt option would otherwise be ignored without a word.
+ * that names no option gets a warning too, with the closest option's name
+ * (suggest.c): a misspelt option would otherwise be ignored without a word.
  * The launcher runs the same code before it starts the program
  * (cubatch__check_options in init.c, through tools/cubatch-check.c), so the two
  * cannot disagree about what is valid. */
@@ -10,13 +10,11 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 
 extern char **environ;
 
@@ -336,67 +334,6 @@ static int load_one(size_t i)
     return 0;
 }
 
-/* A report file that is a FIFO nobody reads would block the program in open()
- * at exit.  Found at start (the name has no escapes and names a FIFO), it is
- * opened without blocking: with no reader the report goes to stderr, with one the
- * descriptor stays open to the end (closing it would hand that reader an end of
- * file, and a reader that then leaves would block the report's own open).  Not
- * a rejected value (nothing the launcher should refuse): a warning, once. */
-static int cb_fifo_fd = -1;
-static void stats_file_reachable(void)
-{
-    const char *path = cb_strings[CB_OPT_stats_file];
-    struct stat st;
-    if (cb_checking || !path || strchr(path, '%') || stat(path, &st) || !S_ISFIFO(st.st_mode) || cb_fifo_fd >= 0)
-        return;
-    int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd >= 0) {
-        cb_fifo_fd = fd;
-        return;
-    }
-    char q[CB_QUOTE_LEN], e[128];
-    if (errno == ENXIO)
-        cb_warn("CUBATCH_STATS_FILE=%s is a FIFO that nobody is reading (the report would block the program at "
-                "exit); the report goes to stderr",
-                cb_quote(path, q, sizeof q));
-    else
-        cb_warn("CUBATCH_STATS_FILE=%s is a FIFO that cannot be opened (%s); the report goes to stderr",
-                cb_quote(path, q, sizeof q), cb_errstr(errno, e, sizeof e));
-    cb_strings[CB_OPT_stats_file] = NULL;
-    cb_source[CB_OPT_stats_file] = CB_FROM_REJECTED;
-}
-
-/* Optimal string alignment distance (edits, including a swap of two adjacent
- * characters), ignoring case; names longer than 64 characters are far from all.
- * Three rows of the table suffice (this may run on a program thread's stack). */
-static size_t name_distance(const char *a, size_t la, const char *b, size_t lb)
-{
-    enum { N = 65 };
-    if (la >= N || lb >= N)
-        return (size_t)-1;
-    size_t rows[3][N], *prev2 = rows[0], *prev = rows[1], *cur = rows[2];
-    for (size_t j = 0; j <= lb; j++) prev[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        cur[0] = i;
-        int ca = toupper((unsigned char)a[i - 1]);
-        for (size_t j = 1; j <= lb; j++) {
-            int cb = toupper((unsigned char)b[j - 1]);
-            size_t best = prev[j - 1] + (ca != cb);
-            if (prev[j] + 1 < best) best = prev[j] + 1;
-            if (cur[j - 1] + 1 < best) best = cur[j - 1] + 1;
-            if (i > 1 && j > 1 && ca == toupper((unsigned char)b[j - 2]) && toupper((unsigned char)a[i - 2]) == cb &&
-                prev2[j - 2] + 1 < best)
-                best = prev2[j - 2] + 1;
-            cur[j] = best;
-        }
-        size_t *t = prev2;
-        prev2 = prev;
-        prev = cur;
-        cur = t;
-    }
-    return prev[lb];
-}
-
 /* CUBATCH_ names that are not options but are set on purpose: the launcher's
  * library path. */
 static const char *const cb_env_not_options[] = {"LIBRARY"};
@@ -416,21 +353,14 @@ static int is_known_name(const char *rest, size_t len)
     return 0;
 }
 
+static const char *candidate(size_t i) { return i < CB_OPTION_COUNT ? cb_options[i].name : "library"; }
+
 /* The option (or CUBATCH_LIBRARY) closest to an unknown name, if close enough
- * to be a slip: at most a third of the name's characters edited. */
+ * to be a slip (suggest.c), as its variable's name. */
 static const char *closest_name(const char *rest, size_t len, char *buf, size_t blen)
 {
-    size_t best = (size_t)-1, limit = len / 3 > 1 ? len / 3 : 1;
-    const char *pick = NULL;
-    for (size_t i = 0; i <= CB_OPTION_COUNT; i++) {
-        const char *n = i < CB_OPTION_COUNT ? cb_options[i].name : "library";
-        size_t d = name_distance(rest, len, n, strlen(n));
-        if (d < best) {
-            best = d;
-            pick = n;
-        }
-    }
-    if (!pick || best > limit)
+    const char *pick = cb_suggest(rest, len, candidate, CB_OPTION_COUNT + 1);
+    if (!pick)
         return NULL;
     size_t k = snprintf(buf, blen, "CUBATCH_");
     for (const char *p = pick; *p && k < blen - 1; p++) buf[k++] = (char)toupper((unsigned char)*p);
@@ -474,7 +404,11 @@ int cb_config_load(int checking)
     for (size_t i = 0; i < CB_OPTION_COUNT; i++)
         if (i != CB_OPT_log)
             bad += load_one(i);
-    stats_file_reachable();
+    /* a FIFO nobody reads would hold the program at exit (fifo.c) */
+    if (!cb_checking && cb_fifo_refused(cb_strings[CB_OPT_stats_file])) {
+        cb_strings[CB_OPT_stats_file] = NULL;
+        cb_source[CB_OPT_stats_file] = CB_FROM_REJECTED;
+    }
     /* A report file alone asks for a report: text, unless CUBATCH_STATS says;
      * also one that was refused (its report then goes to stderr, as said). */
     if (cb_source[CB_OPT_stats_file] != CB_FROM_DEFAULT && cb_source[CB_OPT_stats] != CB_FROM_ENV) {

@@ -23,12 +23,10 @@
 #include "copy_kernel.h"
 #include "nvtx.h"
 #include "smwork.h"
+#include "stream.h"
 #include "capture.h"
 #include "choose.h"
 #include "stats.h"
-
-int cb_batching;
-const char *cb_batching_reason = "not initialised";
 
 int cb_kernel_usable;
 static const char *cb_kernel_reason = "";
@@ -112,16 +110,17 @@ static const struct cb_engine cb_engines[] = {
 
 void cb_engines_init(void)
 {
-    cb_batching = 0;
+    const char *why = NULL;
     cb_kernel_usable = 0;
-    if (!cb_batch_engine_init(&cb_batching_reason))
-        return;
-    if (!cb_opt(CB_OPT_enable)) {
-        cb_batching_reason = "switched off (CUBATCH_ENABLE=0)";
+    if (!cb_batch_engine_init(&why)) {
+        cb_batching_set(0, why);
         return;
     }
-    cb_batching = 1;
-    cb_batching_reason = "ok";
+    if (!cb_opt(CB_OPT_enable)) {
+        cb_batching_set(0, "switched off (CUBATCH_ENABLE=0)");
+        return;
+    }
+    cb_batching_set(1, "ok");
     if (cb_opt(CB_OPT_engine) == CB_ENGINE_BATCH)
         cb_kernel_reason = "CUBATCH_ENGINE=batch";
     else
@@ -207,7 +206,7 @@ static CUresult submit_on(const struct cb_copies *c, struct cb_stream_facts *f, 
     while (!e->takes(c, f))
         e++;
     cb_nvtx_submit_begin(c, e->name); /* a profiler's range for this submission (nvtx.c) */
-    CUstream own = f->ptds ? CU_STREAM_PER_THREAD : f->legacy ? CU_STREAM_LEGACY : f->stream;
+    CUstream own = cb_facts_handle(f);
     CUstream stream = side ? side : e->per_copy_streams ? NULL : own;
     CUresult first = CUDA_SUCCESS;
     size_t max = e->max_per_call();

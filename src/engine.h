@@ -19,10 +19,8 @@
 #include "ptds.h"
 
 /* ---- engine.c: a run's way out ------------------------------------------------- */
-/* Whether copies may be deferred at all (version rule, CUBATCH_ENABLE) and why not. */
-extern int cb_batching;
-extern const char *cb_batching_reason;
-/* At initialisation: decide cb_batching from the driver and the options. */
+/* At initialisation: decide the batching switch (batching.c) from the driver
+ * and the options (version rule, CUBATCH_ENABLE). */
 void cb_engines_init(void);
 /* 1 when the copy kernel may take runs (CUBATCH_ENGINE, and it could be loaded). */
 extern int cb_kernel_usable;

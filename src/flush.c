@@ -5,7 +5,6 @@
  * column of hooks.def; the decision to flush on the copy path is copy.c's. */
 #include "run.h"
 #include "capture.h"
-#include "smwork.h"
 #include "stats.h"
 #include "nvtx.h"
 
@@ -268,64 +267,6 @@ void cb_flush_thread_gone(void)
     cb_store_unlock();
 }
 
-/* Rule 7, and the pace of a stream.  A look at a stream whose run holds copies
- * (timer.c runs them when due), with its copies counted since the previous look:
- *  - none joined: the program has moved on (to CPU work, say) and its copies
- *    should be running: the run is submitted;
- *  - they joined further apart than CUBATCH_SLOW_NS on average (a Python loop):
- *    a batch would only make them late, since the GPU would have run each while
- *    the program issued the next: the run is submitted and the stream is slow
- *    (copy.c passes its copies through until they come faster again);
- *  - a fast loop still issuing: looked at again after half the burst's age (at
- *    least CUBATCH_FLUSH_US), so a long burst is looked at only a few times, and
- *    the program's last copy waits at most half as long again as the burst took;
- *  - in any case a run CUBATCH_MAX_WAIT_US old is submitted.
- * No lock held: the store's lock is taken to go through the runs, each run's in
- * turn.  Returns when the next look is due, 0 when none is. */
-uint64_t cb_flush_timer_look(uint64_t now)
-{
-    uint64_t next = 0, g = cb_opt(CB_OPT_flush_us) * 1000u, max_wait = cb_opt(CB_OPT_max_wait_us) * 1000u;
-    CB_COUNT(timer_looks);
-    struct cb_run *run, *tmp;
-    cb_store_lock();
-    CB_RUNS_EACH(run, tmp) {
-        cb_run_lock(run);
-        const struct cb_looks *l = &run->looks;
-        if (!l->look_ns) {
-            cb_run_unlock(run);
-            continue;
-        }
-        if (now >= l->look_ns) {
-            uint64_t joined, span;
-            cb_run_looked(run, now, &joined, &span);
-            if (run->q.n > 0) {
-                /* nobody waits for these flushes: their rows keep the error
-                 * for the stream's next call (stats.def) */
-                if (joined && span / joined > cb_opt(CB_OPT_slow_ns)) {
-                    cb_flush_run(run, CB_WHY_flush_slow);
-                    cb_run_found_slow(run, span / joined, now);
-                } else if (!joined || now - l->opened_ns >= max_wait) {
-                    cb_flush_run(run, CB_WHY_flush_timer);
-                }
-            }
-            if (run->q.n == 0 && !joined) {
-                cb_run_look_at(run, 0); /* quiet: the looks end until its next run opens */
-                cb_run_unlock(run);
-                continue;
-            }
-            uint64_t half = (now - l->burst_ns) / 2;
-            cb_run_look_at(run, now + (half > g ? half : g));
-        }
-        if (run->q.n > 0 && l->opened_ns + max_wait < l->look_ns)
-            cb_run_look_at(run, l->opened_ns + max_wait);
-        if (!next || l->look_ns < next)
-            next = l->look_ns;
-        cb_run_unlock(run);
-    }
-    cb_store_unlock();
-    return next;
-}
-
 void cb_flush_exit(void)
 {
     /* closed first: a copy that takes its run's lock after the flush below
@@ -355,30 +296,10 @@ CUresult cb_flush_set_enabled(int on)
     return flush_matching(CB_ALL_RUNS, CB_WHY_flush_api);
 }
 
-/* Before fork: every run is flushed (the parent loses nothing), then the store,
- * every run and the helpers' locks are held, so that the child inherits none
- * half-changed; the child makes them anew. */
-void cb_flush_atfork_prepare(void)
+/* Before fork (fork.c): every run is submitted, so that the parent loses nothing
+ * and the child starts with empty queues; nobody waits for this flush: its
+ * row keeps the error for the stream's next call (stats.def). */
+void cb_flush_before_fork(void)
 {
     flush_matching(CB_ALL_RUNS, CB_WHY_flush_exit); /* the parent loses nothing */
-    cb_runs_atfork_prepare();
-    cb_events_atfork_prepare();
-    cb_ptds_atfork_prepare();
-    cb_kernel_atfork_prepare();
-}
-
-void cb_flush_atfork_parent(void)
-{
-    cb_kernel_atfork_parent();
-    cb_ptds_atfork_parent();
-    cb_events_atfork_parent();
-    cb_runs_atfork_parent();
-}
-
-void cb_flush_atfork_child(void)
-{
-    cb_runs_atfork_child();
-    cb_ptds_atfork_child();
-    cb_kernel_atfork_child();
-    cb_smwork_atfork_child();
 }

@@ -40,15 +40,14 @@ void cb_init_slow(void)
     cb_in_init = 1;
     cb_config_load(0);
     load_policy(0);
-    cb_stats_init();
+    cb_fork_init(); /* the counters' fork handlers (fork.c) */
+    cb_report_init();
     int found = cb_driver_load();
     if (found) {
         cb_engines_init();
     } else {
-        cb_batching = 0;
-        cb_batching_reason = "libcuda.so.1 not found";
+        cb_batching_set(0, "libcuda.so.1 not found");
     }
-    cb_stats_set_batching(cb_batching, cb_batching_reason);
     if (!cb_batching && (cb_opt(CB_OPT_overlap) || cb_opt(CB_OPT_src_order) != CB_SRC_ORDER_STREAM))
         cb_warn("CUBATCH_OVERLAP / CUBATCH_SRC_ORDER cannot be honoured: batching is unavailable (%s)",
                 cb_batching_reason);

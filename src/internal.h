@@ -209,6 +209,10 @@ extern const char *const cb_direction_names[CB_D_COUNT];
 void cb_life_arm(void);          /* first deferred copy: exit and fork handlers */
 void cb_life_watch_thread(void); /* this thread owns a per-thread-stream run */
 
+/* ---- fork.c: fork (rule 10), and the one table of the locks held across it ---- */
+void cb_fork_init(void); /* at initialisation: the rows registered whether or not a copy is deferred */
+void cb_fork_arm(void);  /* at the first deferred copy (life.c): the others */
+
 /* ---- marker.c: event records in runs, and their observers (rule 11) ----------- */
 /* A record (MARKER rows): *queued = 1 when it joined its stream's run as a
  * marker (the wrapper then does not forward it); else the flushes it needs were
@@ -243,6 +247,11 @@ void cb_timer_arm(uint64_t when);
 void cb_timer_atfork_prepare(void); /* the due time's lock held across fork */
 void cb_timer_atfork_parent(void);
 void cb_timer_atfork_child(void); /* the child has no timer thread */
+
+/* ---- look.c: the timer's look at the runs (rule 7), and the pace ------------- */
+/* No lock held: flush runs that stopped growing, grow too slowly or grew old;
+ * returns when the next look is due (0: none). */
+uint64_t cb_look_runs(uint64_t now_ns);
 
 /* ---- waits.c: stream waits that ride (rule 16) ----------------------------------- */
 /* A wait of s for e (WAIT rows) kept as s's pending wait: 1 when it was (the
@@ -293,12 +302,7 @@ CUresult cb_flush_set_enabled(int on);
 extern atomic_int cb_flush_paused_flag;
 static inline int cb_flush_paused(void) { return atomic_load_explicit(&cb_flush_paused_flag, memory_order_acquire); }
 void cb_flush_thread_gone(void);   /* a per-thread-stream owner exits */
-void cb_flush_atfork_prepare(void);
-void cb_flush_atfork_parent(void);
-void cb_flush_atfork_child(void);
-/* The timer's look (timer.c; no lock held): flush runs that stopped growing,
- * grow too slowly or grew old; returns when the next look is due (0: none). */
-uint64_t cb_flush_timer_look(uint64_t now_ns);
+void cb_flush_before_fork(void);   /* fork.c's prepare handler: every run goes out */
 
 /* ==== runs ===================================================================== */
 /* run.c and hazard.c: struct cb_run and its store, declared in run.h. */
@@ -307,6 +311,13 @@ uint64_t cb_flush_timer_look(uint64_t now_ns);
 /* engine.c, engine_batch.c, engine_loop.c, ptds.c: declared in engine.h. */
 
 /* ==== base ===================================================================== */
+
+/* ---- batching.c: the batching switch --------------------------------------------- */
+/* Whether copies may be deferred at all, and why not (said in the report's
+ * first line); read anywhere, written through cb_batching_set only. */
+extern int cb_batching;
+extern const char *cb_batching_reason;
+void cb_batching_set(int on, const char *reason); /* at initialisation (engine.c, init.c) */
 
 /* ---- stats.c: the counters of stats.def, per thread ------------------------------ */
 struct cb_tstats {
@@ -320,14 +331,18 @@ struct cb_tstats {
 struct cb_tstats *cb_stats_thread_slow(void);
 void cb_stat_max(enum cb_stat_id id, uint64_t value);
 enum cb_stat_id cb_flush_stat(enum cb_flush_why why); /* the counter of a flush reason */
-/* At initialisation: the report file's pattern is checked, the exit report
- * registered when asked for, and a fork child starts from zero. */
-void cb_stats_init(void);
-/* Whether batching is on, and why not: said in the report's first line. */
-void cb_stats_set_batching(int on, const char *reason);
+/* fork.c's table: the counters' lock held across fork; a child starts from zero. */
+void cb_stats_atfork_prepare(void);
+void cb_stats_atfork_parent(void);
+void cb_stats_atfork_child(void);
+/* The report as JSON or text in buf (cut to len); the length the whole needs. */
 size_t cb_stats_json(char *buf, size_t len);
+size_t cb_stats_text(char *buf, size_t len);
 /* The measured choice's table for the report (text or JSON), given by choose.c. */
 void cb_stats_set_choices(size_t (*describe)(char *buf, size_t len, int json));
+
+/* ---- report.c: the report at exit, written where CUBATCH_STATS_FILE says ------ */
+void cb_report_init(void); /* at initialisation: the exit report registered when asked for */
 
 /* ---- config.c: options ------------------------------------------------------------ */
 /* Read on the copy path: inline, one load. */
@@ -376,6 +391,17 @@ const char *cb_option_default(const struct cb_option *o, char *buf, size_t len);
 /* The launcher's check (tools/cubatch-check.c): cb_config_load and the policy,
  * as at start; returns the number of problems. */
 CB_EXPORT int cubatch__check_options(void);
+
+/* ---- suggest.c: did you mean ---------------------------------------------------- */
+/* Of name(0) .. name(n - 1), the closest to word (len characters, compared
+ * ignoring case), if close enough to be a slip: at most a third of its
+ * characters edited; else NULL. */
+const char *cb_suggest(const char *word, size_t len, const char *(*name)(size_t i), size_t n);
+
+/* ---- fifo.c: a report file that is a FIFO ---------------------------------------- */
+/* 1 (after a warning) when path names a FIFO that cannot take the report at
+ * exit: nobody reads it; one that can stays open to the end.  0 otherwise. */
+int cb_fifo_refused(const char *path);
 
 /* ---- driver.c: the real driver ---------------------------------------------------- */
 /* Each hooks.def row: its exported name, its per-thread flag, whether it copies. */

@@ -1,15 +1,12 @@
 /* life.c - process and thread life (rule 10, and rule 4's owners): flush
- * everything at exit and before fork (the child starts with empty queues), and
- * flush a per-thread-stream run when its owner thread exits.
+ * everything at exit, and flush a per-thread-stream run when its owner thread
+ * exits; fork is fork.c's.
  *
  * The exit and fork handlers are registered at the first deferred copy, so after
  * the CUDA runtime's own exit handlers (atexit runs last-registered first): the
  * final flush runs while the driver and contexts are still alive.  A process
  * that never defers a copy registers nothing. */
 #include "internal.h"
-#include "capture.h"
-#include "allocs.h"
-#include "choose.h"
 
 #include <stdlib.h>
 
@@ -23,36 +20,6 @@ static void at_exit(void)
     cb_flush_exit();
 }
 
-/* The timer's lock, capture.c's, the pending waits' (taken under capture.c's)
- * and the allocation table's are taken last and given back first: the flush
- * (and the timer's looks) take them under the run locks. */
-static void fork_prepare(void)
-{
-    cb_waits_issue_all(); /* the parent loses nothing (rule 16) */
-    cb_flush_atfork_prepare();
-    cb_timer_atfork_prepare();
-    cb_capture_atfork_prepare();
-    cb_waits_atfork_prepare();
-    cb_allocs_atfork_prepare();
-}
-static void fork_parent(void)
-{
-    cb_allocs_atfork_parent();
-    cb_waits_atfork_parent();
-    cb_capture_atfork_parent();
-    cb_timer_atfork_parent();
-    cb_flush_atfork_parent();
-}
-static void fork_child(void)
-{
-    cb_flush_atfork_child();
-    cb_timer_atfork_child();
-    cb_capture_atfork_child();
-    cb_allocs_atfork_child();
-    cb_choose_atfork_child();
-    cb_waits_atfork_child();
-}
-
 void cb_life_arm(void)
 {
     if (CB_LIKELY(atomic_load_explicit(&cb_armed, memory_order_relaxed)))
@@ -61,7 +28,7 @@ void cb_life_arm(void)
     if (!atomic_compare_exchange_strong(&cb_armed, &expected, 1))
         return;
     atexit(at_exit);
-    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    cb_fork_arm(); /* fork.c: its handlers */
 }
 
 /* At the owner's exit its run is flushed through the side stream. */

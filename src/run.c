@@ -171,15 +171,6 @@ int cb_run_is_owner(const struct cb_run *run)
     return run->facts.ptds && !run->facts.orphan && pthread_equal((pthread_t)run->key.owner, pthread_self());
 }
 
-int cb_stream_blocking(CUstream s, enum cb_stream_kind sk)
-{
-    if (sk != CB_SK_CREATED)
-        return 1; /* the legacy stream, and per-thread streams (they synchronize with it) */
-    unsigned int flags = 0;
-    return !cb_drv.cuStreamGetFlags || cb_drv.cuStreamGetFlags(s, &flags) != CUDA_SUCCESS ||
-           !(flags & CU_STREAM_NON_BLOCKING); /* when unsure: blocking (more flushes, never fewer) */
-}
-
 struct cb_run *cb_store_find(const struct cb_run_key *key)
 {
     struct cb_run *run;
@@ -272,7 +263,7 @@ void cb_run_clear(struct cb_run *run, struct cb_standin *standin)
 int cb_run_open(struct cb_run *run, CUstream stream)
 {
     struct cb_stream_facts *f = &run->facts;
-    CUstream s = f->ptds ? CU_STREAM_PER_THREAD : f->legacy ? CU_STREAM_LEGACY : stream;
+    CUstream s = cb_stream_handle(stream, cb_facts_kind(f));
     CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
     f->stream = s;
     if (f->known && !cb_captures_active()) {

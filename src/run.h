@@ -8,10 +8,13 @@
 #include "event.h"
 #include "hazard.h"
 #include "choose.h"
+#include "stream.h"
 
 #include <uthash.h>
 
 
+/* Which stream a run is for: made by cb_run_key_of only, from stream.h's
+ * handle and owner. */
 struct cb_run_key {
     uintptr_t stream; /* the handle; CU_STREAM_PER_THREAD for a per-thread stream */
     uintptr_t owner;  /* pthread_self() of the owning thread for a per-thread stream, the
@@ -19,7 +22,7 @@ struct cb_run_key {
 };
 
 /* The pace of a stream.  Written by run.c only (cb_run_still_slow, _found_slow,
- * _burst_begins, _burst_ends), as copy.c and flush.c decide. */
+ * _burst_begins, _burst_ends), as copy.c, flush.c and look.c decide. */
 struct cb_pace {
     int warm;          /* a burst is under way: the first copy passed through, the next join the run */
     int slow;          /* copies come too slowly to batch: they pass through, each timed */
@@ -27,7 +30,7 @@ struct cb_pace {
 };
 
 /* The timer's looks at a stream.  Written by run.c only (cb_run_open,
- * cb_run_looked, cb_run_look_at); flush.c's cb_flush_timer_look decides. */
+ * cb_run_looked, cb_run_look_at); look.c's cb_look_runs decides. */
 struct cb_looks {
     uint64_t opened_ns;      /* when the run opened: the age bound */
     uint64_t burst_ns;       /* when the looks began */
@@ -101,14 +104,9 @@ static inline int cb_runs_locked_here(void) { return cb_tls_held > 0; }
  * (CU_STREAM_LEGACY, ctx) for the legacy stream of the current context ctx. */
 static inline struct cb_run_key cb_run_key_of(CUstream s, enum cb_stream_kind sk, CUcontext ctx)
 {
-    if (sk == CB_SK_PER_THREAD)
-        return (struct cb_run_key){(uintptr_t)CU_STREAM_PER_THREAD, (uintptr_t)pthread_self()};
-    if (sk == CB_SK_LEGACY) /* one legacy stream per context */
-        return (struct cb_run_key){(uintptr_t)CU_STREAM_LEGACY, (uintptr_t)ctx};
-    return (struct cb_run_key){(uintptr_t)s, 0};
+    uintptr_t owner = sk == CB_SK_LEGACY ? (uintptr_t)ctx : cb_stream_owner(sk); /* one legacy stream per context */
+    return (struct cb_run_key){(uintptr_t)cb_stream_handle(s, sk), owner};
 }
-/* Does the stream synchronize with the legacy stream (rule 3)? */
-int cb_stream_blocking(CUstream s, enum cb_stream_kind sk);
 /* The stream's run, locked (no run lock held before); create: make it when
  * there is none (*created = 1).  NULL: none (or out of memory). */
 struct cb_run *cb_run_lock_key(const struct cb_run_key *key, int create, int *created);

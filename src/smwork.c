@@ -27,6 +27,7 @@
  * anywhere, this thread has a thread-local one): it counts as busy. */
 #include "smwork.h"
 #include "capture.h"
+#include "stream.h"
 #include "stats.h"
 
 #define CB_BUSY_MAX 64
@@ -115,11 +116,9 @@ void cb_smwork_launch(CUstream s, int ptsz, CUfunction f, uint64_t blocks, uint6
     if (!cb_tracking || !may_fill(f, blocks, threads, smem))
         return;
     enum cb_stream_kind sk = cb_stream_kind(s, ptsz);
-    unsigned int flags = 0;
     cb_capture_lock();
     int captured = !cb_capture_stream_free(s, ptsz);
-    int blocking = captured || sk != CB_SK_CREATED || !cb_drv.cuStreamGetFlags ||
-                   cb_drv.cuStreamGetFlags(s, &flags) != CUDA_SUCCESS || !(flags & CU_STREAM_NON_BLOCKING);
+    int blocking = captured || cb_stream_blocking(s, sk);
     cb_capture_unlock();
     if (captured) {
         CB_COUNT(launches_captured);
@@ -129,9 +128,7 @@ void cb_smwork_launch(CUstream s, int ptsz, CUfunction f, uint64_t blocks, uint6
     CUcontext ctx = NULL;
     if (!cb_drv.cuCtxGetCurrent || cb_drv.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS)
         ctx = NULL;
-    uintptr_t stream = sk == CB_SK_LEGACY ? (uintptr_t)CU_STREAM_LEGACY
-                       : sk == CB_SK_PER_THREAD ? (uintptr_t)CU_STREAM_PER_THREAD : (uintptr_t)s;
-    uintptr_t owner = sk == CB_SK_PER_THREAD ? (uintptr_t)pthread_self() : 0;
+    uintptr_t stream = (uintptr_t)cb_stream_handle(s, sk), owner = cb_stream_owner(sk);
     pthread_mutex_lock(&cb_busy_mu);
     int i = 0;
     while (i < cb_nbusy && !same_stream(&cb_busy[i], stream, owner, ctx))
@@ -181,8 +178,7 @@ void cb_smwork_ctx_synced(CUcontext ctx)
  * own work precedes its copies. */
 static int would_wait_anyway(const struct cb_busy *b, const struct cb_stream_facts *f)
 {
-    uintptr_t own = f->legacy ? (uintptr_t)CU_STREAM_LEGACY : f->ptds ? (uintptr_t)CU_STREAM_PER_THREAD
-                                                                        : (uintptr_t)f->stream;
+    uintptr_t own = (uintptr_t)cb_facts_handle(f);
     if (b->stream == own && b->owner == (f->ptds ? f->owner : 0))
         return 1;
     if (f->legacy && b->blocking)

@@ -1,28 +1,17 @@
 /* stats.c - counters from stats.def, kept per thread so the copy path touches no
- * shared cache line, merged only when someone asks (exit report, JSON API).
+ * shared cache line, merged only when someone asks (exit report, JSON API), and
+ * printed as text or JSON (report.c writes the report at exit).
  * A thread's block is recycled, counts intact, when the thread exits.  A child
- * of fork() starts from zero: each process reports its own work.
- *
- * The report file (CUBATCH_STATS_FILE) may hold %p (process id) and %h (host
- * name), so that many processes each leave their own report.  A report is never
- * torn: it is written to a temporary file next to the target and renamed into
- * place, so a reader finds the previous report or the new one, whole; processes
- * sharing one name leave the last one's report.  A target that exists and is not
- * a regular file (a terminal, a pipe, /dev/stderr) is written directly, in one
- * write.  When the report cannot be written there, a warning says why and the
- * report goes to stderr instead: it is never lost without a word. */
+ * of fork() starts from zero: each process reports its own work. */
 #include "internal.h"
 #include "stats.h"
 
 #include <ctype.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 CB_TLS struct cb_tstats *cb_tls_stats;
@@ -69,16 +58,6 @@ static const enum cb_stat_id cb_why_stat[CB_WHY_COUNT] = {
 };
 enum cb_stat_id cb_flush_stat(enum cb_flush_why why) { return cb_why_stat[why]; }
 
-/* Said in the report's first line (set at initialisation). */
-static int cb_batching_on;
-static const char *cb_batching_reason = "not started: no intercepted CUDA call yet";
-
-void cb_stats_set_batching(int on, const char *reason)
-{
-    cb_batching_on = on;
-    cb_batching_reason = reason;
-}
-
 /* Run in the exiting thread: a copy counted by a later destructor takes a
  * block again instead of writing into one another thread may now hold. */
 static void thread_exit(void *p)
@@ -120,9 +99,9 @@ struct cb_tstats *cb_stats_thread_slow(void)
 /* fork(): the lock is taken across it, so the child's copy is consistent; the
  * child keeps only the forking thread's block, zeroed, and frees the others
  * (their threads do not exist there). */
-static void stats_fork_prepare(void) { pthread_mutex_lock(&cb_stats_lock); }
-static void stats_fork_parent(void) { pthread_mutex_unlock(&cb_stats_lock); }
-static void stats_fork_child(void)
+void cb_stats_atfork_prepare(void) { pthread_mutex_lock(&cb_stats_lock); }
+void cb_stats_atfork_parent(void) { pthread_mutex_unlock(&cb_stats_lock); }
+void cb_stats_atfork_child(void)
 {
     pthread_mutex_init(&cb_stats_lock, NULL);
     for (struct cb_tstats *t = cb_stats_all; t; t = t->next) {
@@ -134,20 +113,6 @@ static void stats_fork_child(void)
     memset(cb_stats_fallback.v, 0, sizeof cb_stats_fallback.v);
     memset(cb_stats_fallback.calls, 0, sizeof cb_stats_fallback.calls);
     memset(cb_stats_fallback.ended, 0, sizeof cb_stats_fallback.ended);
-}
-
-static void cb_stats_report(void);
-static void report_at_exit(void) { cb_stats_report(); }
-
-/* At initialisation, whether or not a copy is ever deferred (the flush's own
- * fork handlers, life.c, come only with the first deferred copy).  The report is
- * registered now, before the final flush (atexit runs in reverse order), so it
- * is written after everything else of cubatch's at exit. */
-void cb_stats_init(void)
-{
-    pthread_atfork(stats_fork_prepare, stats_fork_parent, stats_fork_child);
-    if (cb_opt(CB_OPT_stats) != CB_STATS_OFF)
-        atexit(report_at_exit);
 }
 
 void cb_stat_max(enum cb_stat_id id, uint64_t value)
@@ -237,7 +202,7 @@ size_t cb_stats_json(char *buf, size_t len)
         for (char *c = host; *c; c++)
             *c = isalnum((unsigned char)*c) || *c == '.' || *c == '-' || *c == '_' ? *c : '?';
     out(&o, "{\"cubatch\":\"%s\",\"pid\":%d,\"host\":\"%s\",\"batching\":%s,\"reason\":\"%s\",\"entry_points\":{",
-        PACKAGE_VERSION, (int)getpid(), host, cb_batching_on ? "true" : "false", cb_batching_reason);
+        PACKAGE_VERSION, (int)getpid(), host, cb_batching ? "true" : "false", cb_batching_reason);
     json_per_hook(&o, calls, 1);
     out(&o, "},\"calls\":{");
     json_per_hook(&o, calls, 0);
@@ -259,7 +224,7 @@ static void report_text(struct cb_out *o)
     uint64_t v[CB_STAT_COUNT], calls[CB_HOOK_COUNT], ended[CB_HOOK_COUNT];
     merge(v, calls, ended);
     out(o, "cubatch %s report (pid %d): batching %s (%s)\n", PACKAGE_VERSION, (int)getpid(),
-        cb_batching_on ? "on" : "off", cb_batching_reason);
+        cb_batching ? "on" : "off", cb_batching_reason);
     out(o, "  %-28s %14s\n", "copy entry point", "calls");
     for (size_t i = 0; i < CB_HOOK_COUNT; i++)
         if (cb_hook_rows[i].is_copy && calls[i])
@@ -285,177 +250,9 @@ static void report_text(struct cb_out *o)
     out_choices(o, 0);
 }
 
-/* The file name for this process; -1 when it does not fit. */
-static int stats_path(const char *pattern, char *out, size_t len)
+size_t cb_stats_text(char *buf, size_t len)
 {
-    size_t o = 0;
-    for (const char *p = pattern; *p; p++) {
-        char piece[HOST_NAME_MAX + 2];
-        if (*p != '%') {
-            piece[0] = *p;
-            piece[1] = 0;
-        } else if (*++p == 'p') {
-            snprintf(piece, sizeof piece, "%d", (int)getpid());
-        } else if (*p == 'h') {
-            if (gethostname(piece, sizeof piece - 1))
-                snprintf(piece, sizeof piece, "unknown-host");
-            piece[sizeof piece - 1] = 0;
-        } else {
-            piece[0] = '%'; /* "%%"; anything else was refused at start */
-            piece[1] = 0;
-        }
-        size_t pl = strlen(piece);
-        if (o + pl >= len)
-            return -1;
-        memcpy(out + o, piece, pl);
-        o += pl;
-    }
-    out[o] = 0;
-    return 0;
-}
-
-static int write_all(int fd, const char *buf, size_t n)
-{
-    for (size_t off = 0; off < n;) {
-        ssize_t w = write(fd, buf + off, n - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return w < 0 ? errno : EIO;
-        off += (size_t)w;
-    }
-    return 0;
-}
-
-/* Open, write, close; an errno, or 0.  Opened without blocking: a FIFO that
- * nobody reads (one the start check could not see: created later, or named
- * through %p or %h) then fails with ENXIO instead of holding the program at
- * exit forever; once open, writes block as usual (a reader is there). */
-static int write_direct(const char *path, const char *buf, size_t n)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0644);
-    if (fd < 0)
-        return errno;
-    int fl = fcntl(fd, F_GETFL);
-    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
-        int err = errno;
-        close(fd);
-        return err;
-    }
-    int err = write_all(fd, buf, n);
-    if (close(fd) && !err)
-        err = errno;
-    return err;
-}
-
-/* A temporary file in the target's directory (hidden, so that a glob for the
- * reports does not match it), renamed over the target; an errno, or 0.
- * *no_temp is set when the directory would not take the temporary file. */
-static int write_replace(const char *path, const char *buf, size_t n, int *no_temp)
-{
-    char tmp[PATH_MAX];
-    const char *slash = strrchr(path, '/');
-    int dl = slash ? (int)(slash - path) + 1 : 0;
-    int fd = -1;
-    *no_temp = 0;
-    for (unsigned k = 0; fd < 0 && k < 100; k++) {
-        if (snprintf(tmp, sizeof tmp, "%.*s.%s.%d.%u.tmp", dl, path, path + dl, (int)getpid(), k) >= (int)sizeof tmp)
-            return ENAMETOOLONG;
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        if (fd < 0 && errno != EEXIST) {
-            *no_temp = 1;
-            return errno;
-        }
-    }
-    if (fd < 0)
-        return EEXIST;
-    int err = write_all(fd, buf, n);
-    if (close(fd) && !err)
-        err = errno; /* a network file system may report a failed write only here */
-    if (!err && rename(tmp, path))
-        err = errno;
-    if (err)
-        unlink(tmp);
-    return err;
-}
-
-/* Write the report where CUBATCH_STATS_FILE says; 0, or -1 after a warning. */
-static int write_report_file(const char *pattern, const char *buf, size_t n)
-{
-    char path[PATH_MAX], q[CB_QUOTE_LEN], e[128];
-    int err, fifo = 0;
-    if (stats_path(pattern, path, sizeof path)) {
-        err = ENAMETOOLONG;
-        snprintf(path, sizeof path, "%s", pattern);
-    } else {
-        struct stat st;
-        int exists = stat(path, &st) == 0;
-        if (exists && !S_ISREG(st.st_mode)) {
-            fifo = S_ISFIFO(st.st_mode);
-            err = write_direct(path, buf, n); /* a terminal, a pipe, a device */
-        } else {
-            /* a link to a report is updated where it points */
-            char *real = exists ? realpath(path, NULL) : NULL;
-            int no_temp;
-            err = write_replace(real ? real : path, buf, n, &no_temp);
-            if (err && no_temp && exists && !access(path, W_OK))
-                err = write_direct(path, buf, n); /* a directory we may not create in */
-            free(real);
-        }
-    }
-    if (!err)
-        return 0;
-    if (fifo && err == ENXIO)
-        cb_warn("cannot write the report to %s: a FIFO that nobody is reading; it follows on stderr",
-                cb_quote(path, q, sizeof q));
-    else
-        cb_warn("cannot write the report to %s: %s; it follows on stderr", cb_quote(path, q, sizeof q),
-                cb_errstr(err, e, sizeof e));
-    return -1;
-}
-
-/* The report as text or JSON, in a buffer of the right size (NULL: no memory). */
-static char *report_text_alloc(uint64_t mode, size_t *n)
-{
-    size_t cap = 16384;
-    for (int pass = 0; pass < 2; pass++) {
-        char *buf = malloc(cap);
-        if (!buf)
-            return NULL;
-        struct cb_out o = {buf, cap, 0};
-        if (mode == CB_STATS_JSON) {
-            o.used = cb_stats_json(buf, cap);
-            if (o.used + 2 <= cap) {
-                buf[o.used++] = '\n';
-                *n = o.used;
-                return buf;
-            }
-        } else {
-            report_text(&o);
-            if (o.used < cap) {
-                *n = o.used;
-                return buf;
-            }
-        }
-        free(buf);
-        cap = o.used + 64; /* counters do not move at exit; one more pass suffices */
-    }
-    return NULL;
-}
-
-static void cb_stats_report(void)
-{
-    uint64_t mode = cb_opt(CB_OPT_stats);
-    if (mode == CB_STATS_OFF)
-        return;
-    size_t n = 0;
-    char *buf = report_text_alloc(mode, &n);
-    if (!buf) {
-        cb_warn("cannot allocate memory for the report");
-        return;
-    }
-    const char *pattern = cb_opt_str(CB_OPT_stats_file);
-    if (!pattern || !*pattern || write_report_file(pattern, buf, n))
-        write_all(STDERR_FILENO, buf, n);
-    free(buf);
+    struct cb_out o = {buf, len, 0};
+    report_text(&o);
+    return o.used;
 }

@@ -3,7 +3,7 @@
  *
  * A program that queues copies and then computes on the CPU makes no call that
  * would flush them, and without cubatch they would already be running.  So a
- * thread looks at the runs when one is due (flush.c, cb_flush_timer_look, says
+ * thread looks at the runs when one is due (look.c, cb_look_runs, says
  * what a look does and when the next is due), and sleeps otherwise: it blocks on
  * a timerfd, which the copy path arms only when a run opens on a quiet stream
  * and no earlier look is due (one system call per burst, none per copy; it does
@@ -63,7 +63,7 @@ static void *timer_main(void *arg)
          * own next time replaces it only when earlier.  Nothing is held while
          * the look takes the runs' locks. */
         atomic_store(&cb_timer_due, 0);
-        uint64_t next = cb_flush_timer_look(cb_now_ns());
+        uint64_t next = cb_look_runs(cb_now_ns());
         pthread_mutex_lock(&cb_timer_mu);
         uint64_t due = atomic_load(&cb_timer_due);
         if (next && (!due || next < due))

@@ -111,10 +111,10 @@ int cb_wait_ride(CUstream s, int ptsz, CUevent e, unsigned int flags)
 {
     struct cb_event info;
     if (flags != 0 || !cb_opt(CB_OPT_ride_waits) || cb_runs_locked_here() || !cb_runs_marked() ||
-        cb_stream_kind(s, ptsz) != CB_SK_CREATED || cb_event_info(e, &info) || !info.run)
+        cb_event_info(e, &info) || !info.run)
         return 0;
     cb_capture_lock(); /* the flags question and the queueing: one step against a capture beginning */
-    int ride = !cb_captures_active() && !cb_stream_blocking(s, CB_SK_CREATED);
+    int ride = !cb_captures_active() && cb_stream_created_nonblocking(s, ptsz);
     if (ride) {
         pthread_mutex_lock(&cb_waits_mu);
         if (cb_nwaits == cb_capwaits) {
