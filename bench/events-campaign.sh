@@ -17,6 +17,8 @@
 #   jax        inproc_ab.py jax: device_put of pytrees, cubatch on/off/off2 in
 #              one process, the share of host-to-device copies batched
 #   torch      inproc_ab.py torch
+#   hf         inproc_ab.py hf: transformers' generate() with the offloaded KV
+#              cache on a small random Llama, on/off/off2 in one process
 #   torchload  torch_load.py: side-stream copies beside cuBLAS products
 #   load       run-load.sh: host-to-device copies of a pinned allocation per
 #              block beside nothing and beside cuBLAS products (plain, plain2,
@@ -35,7 +37,7 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
-bin='' lib='' out='' rounds=7 cpu=3 parts='suite probe events jax torch torchload load lone inlone pass'
+bin='' lib='' out='' rounds=7 cpu=3 parts='suite probe events jax torch hf torchload load lone inlone pass'
 while [ $# -gt 0 ]; do
     case $1 in
     --bin|--lib|--out|--rounds|--cpu|--parts) [ $# -ge 2 ] || { echo "events-campaign: $1 needs a value" >&2; exit 2; } ;;
@@ -107,10 +109,12 @@ for (mode, n), c in sorted(t.items()):
           f"{f(ratio('cubatch'))} | {f(ratio('nomerge'))} |")
 PY
     ;;
-jax|torch)
-    part "In-process A/B, $p (inproc_ab.py, $rounds rounds)"
+jax|torch|hf)
+    iters=30
+    [ "$p" = hf ] && iters=5
+    part "In-process A/B, $p (inproc_ab.py, $rounds rounds of $iters)"
     LD_PRELOAD=$lib CUBATCH_STATS=json CUBATCH_STATS_FILE="$raw/ab-$p.json" taskset -c "$cpu" timeout 240 \
-        python3 "$here/inproc_ab.py" "$p" --rounds "$rounds" --json "$raw/ab-$p.jsonl" || rc=1 ;;
+        python3 "$here/inproc_ab.py" "$p" --rounds "$rounds" --iters "$iters" --json "$raw/ab-$p.jsonl" || rc=1 ;;
 torchload)
     part "PyTorch side-stream copies beside cuBLAS products (torch_load.py, 15 rounds of on/off/off2)"
     LD_PRELOAD=$lib taskset -c "$cpu" timeout 300 python3 "$here/torch_load.py" --rounds 15 || rc=1 ;;

@@ -20,6 +20,7 @@ a speed-up inside the A/A spread is not a result.
   LD_PRELOAD=src/.libs/libcubatch.so CUBATCH_STATS=json CUBATCH_STATS_FILE=/tmp/s.json \\
       taskset -c 3 python3 bench/inproc_ab.py torch [--rounds 9] [--iters 30]
   LD_PRELOAD=src/.libs/libcubatch.so taskset -c 3 python3 bench/inproc_ab.py jax
+  LD_PRELOAD=src/.libs/libcubatch.so taskset -c 3 python3 bench/inproc_ab.py hf --iters 5
 
 torch variants: a Python loop of dst.copy_(src, non_blocking=True) on the default
 stream (PyTorch's: the legacy stream) and on a side stream, 256 x 4 KiB and
@@ -31,6 +32,13 @@ jax variants: jax.device_put of a pytree of 512 float32 arrays of 1024 elements
 (4 KiB), and of 64 arrays of 16384 (64 KiB), then block_until_ready; the share of
 host-to-device copies batched in the "on" rounds comes from cubatch's counters
 (cubatch_stats_json), as does the table of calls that ended runs.
+hf variant: transformers' generate() with the offloaded KV cache
+(cache_implementation="offloaded": each layer's cache is copied to the GPU
+before the layer and back after it) on a small Llama made from a config with
+random weights (no download), 16 new tokens, greedy.
+Besides the table, the calls that ended runs during the "on" rounds are
+printed per variant (the three most frequent): what keeps each framework's
+copies from batching.
 Output: a Markdown table on stdout, and with --json FILE one JSON object per
 variant and round.  Exit: 0 done, 2 usage, 77 the framework or the library is
 missing (said on stderr).
@@ -131,6 +139,39 @@ def jax_variants(iters):
     return out
 
 
+def hf_variants(iters):
+    try:
+        import torch
+        from transformers import LlamaConfig, LlamaForCausalLM
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=1024, hidden_size=256, intermediate_size=512, num_hidden_layers=8,
+                      num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=256)
+    model = LlamaForCausalLM(cfg).to("cuda").eval()
+    ids = torch.randint(0, cfg.vocab_size, (1, 32), device="cuda")
+
+    def gen():
+        with torch.no_grad():
+            out = model.generate(ids, max_new_tokens=16, min_new_tokens=16, do_sample=False,
+                                 cache_implementation="offloaded", pad_token_id=0)
+        torch.cuda.synchronize()
+        return out
+
+    try:
+        first = gen().cpu()
+    except Exception as e:  # an API this transformers lacks: not measurable here
+        print(f"inproc_ab: hf: generate with the offloaded cache failed: {e}", file=sys.stderr)
+        return None
+
+    def check():
+        return torch.equal(gen().cpu(), first)
+
+    return [("generate, offloaded KV cache, 8 layers", gen, check)]
+
+
 def timed(fn, iters, warm):
     for _ in range(warm):
         fn()
@@ -144,7 +185,7 @@ def timed(fn, iters, warm):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("what", choices=("torch", "jax"))
+    ap.add_argument("what", choices=("torch", "jax", "hf"))
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--warm", type=int, default=5)
@@ -158,7 +199,7 @@ def main():
         print("inproc_ab: cubatch_set_enabled not found: run with LD_PRELOAD=libcubatch.so", file=sys.stderr)
         return 77
     set_enabled, counters = cb
-    variants = (torch_variants if a.what == "torch" else jax_variants)(a.iters)
+    variants = {"torch": torch_variants, "jax": jax_variants, "hf": hf_variants}[a.what](a.iters)
     if variants is None:
         print(f"inproc_ab: {a.what} (with a GPU) is not available", file=sys.stderr)
         return 77
@@ -171,6 +212,8 @@ def main():
     configs = ("on", "off", "off2")
     rows = {name: {c: [] for c in configs} for name, _, _ in variants}
     share = {name: [0, 0] for name, _, _ in variants}  # batched, host-to-device copies in "on"
+    share_all = {name: [0, 0] for name, _, _ in variants}  # batched, all copies in "on"
+    enders = {name: {} for name, _, _ in variants}  # calls that ended runs in "on"
     log = open(a.json, "w") if a.json else None
     for r in range(a.rounds):
         for vi, (name, fn, _) in enumerate(variants):
@@ -180,31 +223,46 @@ def main():
                 order = order[::-1]
             for c in order:
                 set_enabled(c == "on")
-                before = counters()["counters"]
+                snap = counters()
+                before = snap["counters"]
                 us = timed(fn, a.iters, a.warm)
-                after = counters()["counters"]
+                snap2 = counters()
+                after = snap2["counters"]
                 rows[name][c].append(us)
                 if c == "on":
                     share[name][0] += (after["batched_copies"] - before["batched_copies"] +
                                        after["kernel_copies"] - before["kernel_copies"])
                     share[name][1] += after["copies_h2d"] - before["copies_h2d"]
+                    share_all[name][0] += (after["batched_copies"] - before["batched_copies"] +
+                                           after["kernel_copies"] - before["kernel_copies"])
+                    share_all[name][1] += after["copies"] - before["copies"]
+                    was = snap.get("runs_ended_by", {})
+                    for call, n in snap2.get("runs_ended_by", {}).items():
+                        if n > was.get(call, 0):
+                            enders[name][call] = enders[name].get(call, 0) + n - was.get(call, 0)
                 if log:
                     log.write(json.dumps({"variant": name, "round": r, "config": c, "median_us": us}) + "\n")
     set_enabled(1)
     if log:
         log.close()
     print(f"| {a.what} variant | on µs | off µs | off2 µs | off/on (min–max) | A/A off/off2 (min–max) "
-          f"| h2d copies batched (on) |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+          f"| h2d copies batched (on) | all copies batched (on) |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, _, _ in variants:
         m = {c: statistics.median(rows[name][c]) for c in configs}
         sp = [o / n for o, n in zip(rows[name]["off"], rows[name]["on"])]
         aa = [o / n for o, n in zip(rows[name]["off"], rows[name]["off2"])]
         b, h = share[name]
+        ba, ha = share_all[name]
         print(f"| {name} | {m['on']:.1f} | {m['off']:.1f} | {m['off2']:.1f} | "
               f"{statistics.median(sp):.2f} ({min(sp):.2f}–{max(sp):.2f}) | "
               f"{statistics.median(aa):.2f} ({min(aa):.2f}–{max(aa):.2f}) | "
-              f"{'–' if not h else f'{100 * b / h:.0f}% of {h}'} |")
+              f"{'–' if not h else f'{100 * b / h:.0f}% of {h}'} | "
+              f"{'–' if not ha else f'{100 * ba / ha:.0f}% of {ha}'} |")
+    print("\n| variant | runs ended by, on rounds (the three most frequent) |\n| --- | --- |")
+    for name, _, _ in variants:
+        top = sorted(enders[name].items(), key=lambda x: -x[1])[:3]
+        print(f"| {name} | {', '.join(f'{k} {v}' for k, v in top) or 'none'} |")
     total = counters()["counters"]
     keys = ("markers", "markers_merged", "merged_records", "waits_ridden", "waits_met", "flush_wait", "flush_event")
     print("\ncounters (whole process): " + ", ".join(f"{k} {total.get(k, 0)}" for k in keys))
