@@ -1493,6 +1493,18 @@ START_TEST(jax_host_to_device_stream_batches)
         }
         pair_free(&p);
     }
+    /* the same bytes and the same share with either engine alone, and with
+     * one record per marker (rule 15 off) */
+    const char *const batch[] = {"CUBATCH_ENGINE=batch", NULL}, *const kernel[] = {"CUBATCH_ENGINE=kernel", NULL},
+                      *const unmerged[] = {"CUBATCH_MERGE_RECORDS=0", NULL};
+    const char *const *const cfgs[] = {batch, kernel, unmerged};
+    for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++) {
+        struct pair p = both("jax", cfgs[c]);
+        long h2d = 512, batched = stat_of(&p.shim, "batched_copies") + stat_of(&p.shim, "kernel_copies");
+        ck_assert_msg(batched * 10 >= h2d * 8, "%s: %ld of %ld host-to-device copies batched\n%s", cfgs[c][0],
+                      batched, h2d, p.shim.stats);
+        pair_free(&p);
+    }
 }
 END_TEST
 
