@@ -141,6 +141,12 @@ static int defer(struct cb_copy_req *rq, CUresult *rc)
         CB_COUNT(pass_query);
         return 0;
     }
+    /* the first copy after a call on this thread named the stream, the common
+     * case of a lone copy: decided from this thread's note, without the run */
+    if (rq->sk == CB_SK_CREATED && !cb_flush_closed() && !cb_flush_paused() && cb_run_pass_first_here(&key)) {
+        CB_COUNT(pass_first);
+        return 0;
+    }
     /* Whatever happens to this copy, it follows what rule 3 orders it after:
      * other streams' runs, flushed before this one's lock is taken (run.c). */
     if (CB_UNLIKELY(cb_runs_cross_pending(rq->sk)))

@@ -101,7 +101,7 @@ static CUresult flush_matching(enum cb_which which, enum cb_flush_why why)
     cb_store_lock();
     CB_RUNS_EACH(run, tmp) {
         cb_run_lock(run);
-        if (!(run->active || run->pace.warm) || !matches(run, which)) {
+        if (!(run->active || cb_run_warm(run)) || !matches(run, which)) {
             cb_run_unlock(run);
             continue;
         }
@@ -189,7 +189,7 @@ CUresult cb_flush_stream(CUstream s, int ptsz_entry, enum cb_flush_why why)
     CUresult rc = cb_flush_cross(s, sk);
     struct cb_run *run = cb_run_lock_key(&key, 0, NULL);
     if (run) {
-        if (run->active || run->pace.warm)
+        if (run->active || cb_run_warm(run))
             rc = cb_first_error(rc, cb_flush_run(run, why));
         cb_run_unlock(run);
     }

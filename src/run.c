@@ -80,7 +80,12 @@ static CB_TLS unsigned cb_tls_last_next;
  * began, or one whose note was pushed out, ends as before: at a flush of its
  * run. */
 #define CB_BURST_NOTES 8
-struct cb_burst_note { uintptr_t stream, owner; int named; };
+struct cb_burst_note {
+    uintptr_t stream, owner;
+    int named;
+    int fast;            /* the next burst may begin without the run's lock (cb_run_pass_first_here) */
+    struct cb_run *run;  /* its run when the note was written (never freed: run.c's header) */
+};
 static CB_TLS struct cb_burst_note cb_tls_bursts[CB_BURST_NOTES];
 static CB_TLS unsigned cb_tls_bursts_next, cb_tls_bursts_open, cb_tls_bursts_last;
 
@@ -127,7 +132,7 @@ void cb_run_set_active(struct cb_run *run)
      * (choose.c): a call naming it must end both (flush.c); a burst alone ends
      * through this thread's notes (above) */
     int a = run->q.n > 0 || run->facts.fence.ev_join != NULL || run->pending != CUDA_SUCCESS ||
-            (run->pace.warm && run->seg.open);
+            (cb_run_warm(run) && run->seg.open);
     if (a != run->active) {
         atomic_fetch_add(&cb_active, a ? 1 : -1);
         run->active = a;
@@ -157,7 +162,7 @@ void cb_run_remove(struct cb_run *run)
     run->q.n = 0;
     cb_run_clear(run, NULL);
     run->pending = CUDA_SUCCESS;
-    run->pace.warm = 0;
+    atomic_store_explicit(&run->warm, 0, memory_order_relaxed);
     run->facts.fence.ev_join = NULL;
     cb_run_set_active(run);
     HASH_DEL(cb_run_table, run);
@@ -189,6 +194,7 @@ static struct cb_run *store_create(const struct cb_run_key *key)
         struct cb_iset w = run->writes, r = run->reads;
         cb_run_lock(run); /* a stale pointer's holder may be looking at it */
         memset(&run->key, 0, sizeof *run - offsetof(struct cb_run, key));
+        atomic_store_explicit(&run->warm, 0, memory_order_relaxed); /* a stale note may have written it */
         run->q = (struct cb_copies){.dsts = q.dsts, .srcs = q.srcs, .sizes = q.sizes, .hooks = q.hooks,
                                     .streams = q.streams, .cap = q.cap, .marks = q.marks, .capmarks = q.capmarks};
         run->writes = (struct cb_iset){w.v, 0, w.cap};
@@ -490,34 +496,61 @@ static struct cb_burst_note *burst_note(uintptr_t stream, uintptr_t owner)
     return NULL;
 }
 
+/* A created stream that is not slow: nothing but the burst itself decides how
+ * its first copy goes. */
+static int note_fast(const struct cb_run *run)
+{
+    return !run->facts.legacy && !run->facts.ptds && !run->pace.slow;
+}
+
 void cb_run_burst_begins(struct cb_run *run)
 {
-    run->pace.warm = 1;
+    atomic_store_explicit(&run->warm, 1, memory_order_relaxed);
     struct cb_burst_note *n = burst_note(run->key.stream, run->key.owner);
     if (!n) {
         cb_tls_bursts_last = cb_tls_bursts_next++ % CB_BURST_NOTES;
         n = &cb_tls_bursts[cb_tls_bursts_last];
         if (n->stream && !n->named)
             cb_tls_bursts_open--; /* pushed out: that burst ends at its run's flush */
-        *n = (struct cb_burst_note){run->key.stream, run->key.owner, 1};
+        *n = (struct cb_burst_note){run->key.stream, run->key.owner, 1, 0, NULL};
     }
+    n->fast = note_fast(run);
+    n->run = run;
     if (n->named) {
         n->named = 0;
         cb_tls_bursts_open++;
     }
 }
 
-void cb_run_burst_ends(struct cb_run *run) { run->pace.warm = 0; }
+void cb_run_burst_ends(struct cb_run *run) { atomic_store_explicit(&run->warm, 0, memory_order_relaxed); }
 
 int cb_run_in_burst(struct cb_run *run)
 {
-    if (!run->pace.warm)
-        return 0;
     struct cb_burst_note *n = burst_note(run->key.stream, run->key.owner);
+    if (n)
+        n->fast = note_fast(run) && n->run == run; /* the stream may have turned slow */
+    if (!cb_run_warm(run))
+        return 0;
     if (n && n->named) {
-        run->pace.warm = 0; /* a call on this thread named the stream since */
+        cb_run_burst_ends(run); /* a call on this thread named the stream since */
         return 0;
     }
+    return 1;
+}
+
+int cb_run_pass_first_here(const struct cb_run_key *key)
+{
+    if (!cb_tls_bursts[cb_tls_bursts_last].stream)
+        return 0; /* no note at all */
+    struct cb_burst_note *n = burst_note(key->stream, key->owner);
+    /* nothing queued, no error kept and no fence anywhere, so neither here: the
+     * run's lock would find an empty run whose burst a call named (a copy
+     * another thread queues meanwhile is not ordered with this one) */
+    if (!n || !n->named || !n->fast || cb_runs_active())
+        return 0;
+    n->named = 0;
+    cb_tls_bursts_open++;
+    atomic_store_explicit(&n->run->warm, 1, memory_order_relaxed);
     return 1;
 }
 

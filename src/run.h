@@ -21,10 +21,10 @@ struct cb_run_key {
                        * context for a legacy stream, else 0 */
 };
 
-/* The pace of a stream.  Written by run.c only (cb_run_still_slow, _found_slow,
- * _burst_begins, _burst_ends), as copy.c, flush.c and look.c decide. */
+/* The pace of a stream.  Written by run.c only (cb_run_still_slow, _found_slow),
+ * as copy.c and look.c decide.  Whether a burst is under way is the run's
+ * `warm` (below). */
 struct cb_pace {
-    int warm;          /* a burst is under way: the first copy passed through, the next join the run */
     int slow;          /* copies come too slowly to batch: they pass through, each timed */
     uint64_t last_copy_ns, pace_ns; /* while slow: the last copy, the running mean gap */
 };
@@ -62,6 +62,12 @@ struct cb_feed {
 struct cb_run {
     UT_hash_handle hh;
     atomic_int mu;                /* its lock: 0 free, 1 taken, 2 taken with waiters (run.c) */
+    /* a burst is under way: its first copy passed through, the next join the
+     * run (rule 8).  Written by run.c only: under mu, or without it by the
+     * thread whose note says a new burst begins (cb_run_pass_first_here); kept
+     * out of the part a reused run clears, so such a write never meets that
+     * clearing */
+    atomic_int warm;
     struct cb_run *next_free;     /* the store's free list */
     int live;                     /* in the table, under key (read under mu or the store lock) */
     struct cb_run_key key;
@@ -159,6 +165,11 @@ void cb_run_keep_pending(struct cb_run *run, CUresult err); /* ... kept (flush.c
 void cb_run_burst_begins(struct cb_run *run);          /* its first copy passed through (rule 8) */
 void cb_run_burst_ends(struct cb_run *run);            /* a call named the stream */
 int cb_run_in_burst(struct cb_run *run);               /* its next copy joins the run (rule 8) */
+static inline int cb_run_warm(struct cb_run *run) { return atomic_load_explicit(&run->warm, memory_order_relaxed); }
+/* Rule 8 without a lock: a copy on a created stream whose burst this thread
+ * began and a call on this thread has named since, while no run anywhere
+ * holds anything, begins a new burst and passes through.  1: it does. */
+int cb_run_pass_first_here(const struct cb_run_key *key);
 /* A call on this thread names stream s (or, below, every stream): the bursts
  * this thread began there end (no run touched). */
 void cb_runs_named_here(CUstream s, enum cb_stream_kind sk);

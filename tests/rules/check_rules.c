@@ -1468,6 +1468,20 @@ START_TEST(records_others_may_see_pass_through)
 }
 END_TEST
 
+/* Rule 8's notes (probe.c, lone_after_thread): a burst begins without the
+ * run's lock only while no run holds anything; a copy another thread queued
+ * first (and the timer keeps queued) goes to the driver before this thread's
+ * next copy to the same bytes. */
+START_TEST(a_lone_copy_follows_another_threads_queued_copy)
+{
+    const char *const held[] = {"CUBATCH_FLUSH_US=1000000", "CUBATCH_MAX_WAIT_US=10000000", NULL};
+    struct pair p = both("lone_after_thread", held);
+    STAT_EQ(p.shim, "pass_first", 1);
+    STAT_EQ(p.shim, "deferred", 2); /* the other thread's copy, and this thread's after it */
+    pair_free(&p);
+}
+END_TEST
+
 START_TEST(jax_host_to_device_stream_batches)
 {
     /* docs/design.md section 7: C, CEC, CEEC, CEEWC, CEEEEWC on the host-to-device
@@ -1947,6 +1961,7 @@ int main(void)
         {"markers", TH_TESTS(records_join_the_run, every_observer_submits_the_marker,
                              markers_of_other_threads_and_the_legacy_stream, records_others_may_see_pass_through,
                              one_record_answers_for_a_runs_timing_free_events,
+                             a_lone_copy_follows_another_threads_queued_copy,
                              jax_host_to_device_stream_batches, trtllm_block_copies_and_records_batch,
                              waits_ride_until_the_waiting_stream_is_named,
                              set_enabled_flushes_then_passes_through,

@@ -946,6 +946,40 @@ static void sc_single(void) { copies_then_sync(0, 1, 4096); }
 static void sc_pair(void) { copies_then_sync(0, 2, 4096); }
 static void sc_d2h_20(void) { copies_then_sync(0, 20, 4096); }
 
+/* Rule 8's notes: this thread's lone copy and its synchronize leave a note
+ * that the stream's next burst may begin without the run's lock.  Another
+ * thread then queues a copy on the stream (the burst is under way for it) and
+ * is joined; this thread's next copy, to the same bytes, comes after that copy
+ * in the program's order and must reach the driver after it too. */
+struct lone_other { CUstream s; CUdeviceptr d; const unsigned char *src; };
+static void *lone_other_copy(void *arg)
+{
+    struct lone_other *o = arg;
+    CK(cuCtxSetCurrent(g_ctx));
+    CK(cuMemcpyHtoDAsync_v2(o->d, o->src, SZ, o->s));
+    return NULL;
+}
+static void sc_lone_after_thread(void)
+{
+    unsigned char *first = pinned(SZ), *other = pinned(SZ), *last = pinned(SZ), *back = malloc(SZ);
+    fill(first, SZ, 62);
+    fill(other, SZ, 63);
+    fill(last, SZ, 64);
+    CUdeviceptr d = devmem(SZ);
+    CUstream s = mkstream(CU_STREAM_NON_BLOCKING);
+    CK(cuMemcpyHtoDAsync_v2(d, first, SZ, s));
+    CK(cuStreamSynchronize(s));
+    struct lone_other o = {s, d, other};
+    pthread_t th;
+    pthread_create(&th, NULL, lone_other_copy, &o);
+    pthread_join(th, NULL);
+    CK(cuMemcpyHtoDAsync_v2(d, last, SZ, s));
+    CK(cuStreamSynchronize(s));
+    CK(cuMemcpyDtoH_v2(back, d, SZ));
+    expect("the last copy's bytes, after the other thread's", back, last, SZ);
+    free(back);
+}
+
 /* Copies made by a thread-exit destructor of the program's that runs after
  * cubatch's own (its key was made later, so it comes later in each round of
  * destructors): cubatch's per-thread state (counters, classified ranges, the
@@ -2971,6 +3005,7 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"exit", sc_exit},             {"errors", sc_errors},
     {"threads", sc_threads},       {"stress", sc_stress},       {"h2d_16k", sc_h2d_16k},
     {"h2d_4k", sc_h2d_4k},         {"single", sc_single},       {"pair", sc_pair},
+    {"lone_after_thread", sc_lone_after_thread},
     {"long_loop", sc_long_loop},   {"age", sc_age},
     {"legacy_then_blocking", sc_legacy_then_blocking}, {"registered", sc_registered},
     {"capture_legacy", sc_capture_legacy}, {"legacy_during_capture", sc_legacy_during_capture},
