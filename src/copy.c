@@ -143,7 +143,8 @@ static int defer(struct cb_copy_req *rq, CUresult *rc)
     }
     /* the first copy after a call on this thread named the stream, the common
      * case of a lone copy: decided from this thread's note, without the run */
-    if (rq->sk == CB_SK_CREATED && !cb_flush_closed() && !cb_flush_paused() && cb_run_pass_first_here(&key)) {
+    if (rq->sk == CB_SK_CREATED && !cb_runs_active() && !cb_flush_closed() && !cb_flush_paused() &&
+        cb_run_pass_first_here(&key)) {
         CB_COUNT(pass_first);
         return 0;
     }

@@ -54,7 +54,7 @@ struct cb_run *cb_run_table;
 static struct cb_run *cb_free_runs; /* removed runs, kept for reuse (store lock) */
 /* Runs that hold copies, a pending join or a pending error.  Zero lets every
  * flush trigger return without taking a lock. */
-static atomic_int cb_active;
+atomic_int cb_active; /* read inline: run.h */
 static atomic_int cb_nonempty; /* runs holding copies: what the timer waits for */
 atomic_int cb_legacy_nonempty; /* legacy-stream runs holding copies (read inline: run.h) */
 atomic_int cb_blocking_active; /* active runs of blocking streams, the legacy one's not (run.h) */
@@ -122,7 +122,6 @@ void cb_store_lock(void) { pthread_mutex_lock(&cb_store_mu); }
 void cb_store_unlock(void) { pthread_mutex_unlock(&cb_store_mu); }
 
 
-int cb_runs_active(void) { return atomic_load_explicit(&cb_active, memory_order_acquire) > 0; }
 int cb_runs_nonempty(void) { return atomic_load(&cb_nonempty) > 0; }
 int cb_runs_marked(void) { return atomic_load_explicit(&cb_marked, memory_order_acquire) > 0; }
 

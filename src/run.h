@@ -209,7 +209,9 @@ static inline void cb_run_set_queued(struct cb_run *run)
         cb_run_set_active(run);
 }
 int cb_run_is_owner(const struct cb_run *run);
-int cb_runs_active(void);   /* some run holds copies, a pending join or a pending error */
+extern atomic_int cb_active;
+/* some run holds copies, a pending join or a pending error */
+static inline int cb_runs_active(void) { return atomic_load_explicit(&cb_active, memory_order_acquire) > 0; }
 int cb_runs_nonempty(void); /* some run holds copies */
 /* Two counts of run.c's (it alone writes them), read inline: every copy asks
  * whether rule 3 orders it after another stream's run, and the answer is
