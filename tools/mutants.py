@@ -90,8 +90,6 @@ MUTANTS = {
     "first-copy-deferred": ("src/copy.c:defer()", "    if (run->q.n == 0 && !cb_run_in_burst(run)) {", "    if (0) {", "rule 8 (first of a burst)", "check_rules:deferral"),
     "named-call-keeps-burst": ("src/run.c:cb_runs_named_here()", "    if (!cb_tls_bursts_open)\n        return;",
                                "    if (1)\n        return;", "rule 8 (a call naming the stream ends its burst)", "check_rules:capture"),
-    "lone-first-copy-skips-the-count": ("src/run.c:cb_run_pass_first_here()", "    if (!n || !n->named || !n->fast || cb_runs_active())",
-                                        "    if (!n || !n->named || !n->fast)", "rule 8 (a burst begins without the lock only where nothing is queued)", "check_rules:markers"),
     "blocking-overtakes-legacy-run": ("src/flush.c:cb_flush_cross()", "    if (cb_runs_legacy_pending() && cb_stream_blocking(s, sk))\n        return flush_matching(CB_LEGACY_RUNS, CB_WHY_flush_legacy);",
                                       "    (void)s;", "rule 3 (mirror: legacy runs before blocking work)"),
     "capture-begin-keeps-legacy-runs": ("src/flush.c:cb_flush_capture_begin()", "    if (!cb_runs_locked_here() && atomic_load(&cb_legacy_nonempty) > 0)\n        rc = cb_first_error(",
