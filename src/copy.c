@@ -142,7 +142,8 @@ static int defer(struct cb_copy_req *rq, CUresult *rc)
         return 0;
     }
     /* the first copy after a call on this thread named the stream, the common
-     * case of a lone copy: decided from this thread's note, without the run */
+     * case of a lone copy: decided from this thread's note, without the run,
+     * while no run anywhere holds anything */
     if (rq->sk == CB_SK_CREATED && !cb_runs_active() && !cb_flush_closed() && !cb_flush_paused() &&
         cb_run_pass_first_here(&key)) {
         CB_COUNT(pass_first);

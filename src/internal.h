@@ -257,6 +257,11 @@ uint64_t cb_look_runs(uint64_t now_ns);
 /* A wait of s for e (WAIT rows) kept as s's pending wait: 1 when it was (the
  * program's call is then not forwarded), 0 when it must go to the driver. */
 int cb_wait_ride(CUstream s, int ptsz, CUevent e, unsigned int flags);
+/* What rule 16 asks of a wait before any lock: default flags, riding switched
+ * on, a created stream (whether it is non-blocking is the driver's answer,
+ * cb_stream_nonblocking, asked under capture.c's lock).  1: it may ride or be
+ * found met. */
+int cb_wait_may_skip(CUstream s, int ptsz, unsigned int flags);
 /* The pending waits of s (before any call that names s), for e (before e is
  * recorded again or destroyed), or all (before a context-wide call) go to the
  * driver; the first error.  One load while none is pending. */

@@ -199,11 +199,11 @@ void cb_event_answered(struct cb_answer *an, CUresult rc)
 static int already_met(CUstream s, int ptsz, CUevent e, unsigned int flags)
 {
     struct cb_event info;
-    if (flags != 0 || !cb_opt(CB_OPT_ride_waits) || cb_captures_active() || cb_event_info(e, &info) || info.run)
+    if (!cb_wait_may_skip(s, ptsz, flags) || cb_captures_active() || cb_event_info(e, &info) || info.run)
         return 0;
     struct cb_standin *si = cb_event_hold(e);
     cb_capture_lock();
-    int met = !cb_captures_active() && cb_stream_created_nonblocking(s, ptsz) &&
+    int met = !cb_captures_active() && cb_stream_nonblocking(s) &&
               cb_drv.cuEventQuery(si ? si->ev : e) == CUDA_SUCCESS;
     cb_capture_unlock();
     if (si)

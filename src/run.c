@@ -542,10 +542,7 @@ int cb_run_pass_first_here(const struct cb_run_key *key)
     if (!cb_tls_bursts[cb_tls_bursts_last].stream)
         return 0; /* no note at all */
     struct cb_burst_note *n = burst_note(key->stream, key->owner);
-    /* nothing queued, no error kept and no fence anywhere, so neither here: the
-     * run's lock would find an empty run whose burst a call named (a copy
-     * another thread queues meanwhile is not ordered with this one) */
-    if (!n || !n->named || !n->fast || cb_runs_active())
+    if (!n || !n->named || !n->fast)
         return 0;
     n->named = 0;
     cb_tls_bursts_open++;
@@ -553,27 +550,29 @@ int cb_run_pass_first_here(const struct cb_run_key *key)
     return 1;
 }
 
+static void note_named(struct cb_burst_note *n)
+{
+    if (!n->named) {
+        n->named = 1;
+        cb_tls_bursts_open--;
+    }
+}
+
 void cb_runs_named_here(CUstream s, enum cb_stream_kind sk)
 {
     if (!cb_tls_bursts_open)
         return;
     struct cb_run_key key = cb_run_key_of(s, sk, NULL);
-    struct cb_burst_note *last = &cb_tls_bursts[cb_tls_bursts_last];
-    if (CB_LIKELY(last->stream == key.stream && last->owner == key.owner && sk != CB_SK_LEGACY)) {
-        if (!last->named) {
-            last->named = 1;
-            cb_tls_bursts_open--;
-        }
+    if (sk != CB_SK_LEGACY) {
+        struct cb_burst_note *n = burst_note(key.stream, key.owner);
+        if (n)
+            note_named(n);
         return;
     }
     /* the legacy stream's key holds its context: any context's will do here */
-    for (unsigned i = 0; i < CB_BURST_NOTES; i++) {
-        struct cb_burst_note *n = &cb_tls_bursts[i];
-        if (!n->named && n->stream == key.stream && (sk == CB_SK_LEGACY || n->owner == key.owner)) {
-            n->named = 1;
-            cb_tls_bursts_open--;
-        }
-    }
+    for (unsigned i = 0; i < CB_BURST_NOTES; i++)
+        if (cb_tls_bursts[i].stream == key.stream)
+            note_named(&cb_tls_bursts[i]);
 }
 
 void cb_runs_all_named_here(void)

@@ -167,8 +167,11 @@ void cb_run_burst_ends(struct cb_run *run);            /* a call named the strea
 int cb_run_in_burst(struct cb_run *run);               /* its next copy joins the run (rule 8) */
 static inline int cb_run_warm(struct cb_run *run) { return atomic_load_explicit(&run->warm, memory_order_relaxed); }
 /* Rule 8 without a lock: a copy on a created stream whose burst this thread
- * began and a call on this thread has named since, while no run anywhere
- * holds anything, begins a new burst and passes through.  1: it does. */
+ * began and a call on this thread has named since begins a new burst and
+ * passes through.  Asked only while no run anywhere holds anything
+ * (!cb_runs_active(): so neither does this stream's, and the run's lock would
+ * find it empty; a copy another thread queues meanwhile is not ordered with
+ * this one).  1: it does. */
 int cb_run_pass_first_here(const struct cb_run_key *key);
 /* A call on this thread names stream s (or, below, every stream): the bursts
  * this thread began there end (no run touched). */

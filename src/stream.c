@@ -10,7 +10,4 @@ int cb_stream_blocking(CUstream s, enum cb_stream_kind sk)
            !(flags & CU_STREAM_NON_BLOCKING); /* when unsure: blocking (more flushes, never fewer) */
 }
 
-int cb_stream_created_nonblocking(CUstream s, int ptsz)
-{
-    return cb_stream_kind(s, ptsz) == CB_SK_CREATED && !cb_stream_blocking(s, CB_SK_CREATED);
-}
+int cb_stream_nonblocking(CUstream s) { return !cb_stream_blocking(s, CB_SK_CREATED); }

@@ -32,9 +32,9 @@ static inline CUstream cb_facts_handle(const struct cb_stream_facts *f)
 /* Does the stream synchronize with the legacy stream (rule 3)?  The legacy
  * stream and per-thread ones do; a created one unless made non-blocking. */
 int cb_stream_blocking(CUstream s, enum cb_stream_kind sk);
-/* A created stream made non-blocking: neither the legacy stream nor a
- * per-thread one, and its flags say CU_STREAM_NON_BLOCKING.  Asks the driver:
- * only while no capture can begin (capture.c's lock held). */
-int cb_stream_created_nonblocking(CUstream s, int ptsz);
+/* A created stream s (its kind checked by the caller) made non-blocking: its
+ * flags say CU_STREAM_NON_BLOCKING.  Asks the driver: only while no capture can
+ * begin (capture.c's lock held). */
+int cb_stream_nonblocking(CUstream s);
 
 #endif /* CUBATCH_STREAM_H */

@@ -107,14 +107,19 @@ CUresult cb_waits_issue(CUstream s) { return take_and_issue(CB_WAITS_OF_STREAM, 
 CUresult cb_waits_issue_event(CUevent e) { return take_and_issue(CB_WAITS_FOR_EVENT, (const void *)e); }
 CUresult cb_waits_issue_all(void) { return take_and_issue(CB_WAITS_ALL, NULL); }
 
+int cb_wait_may_skip(CUstream s, int ptsz, unsigned int flags)
+{
+    return flags == 0 && cb_opt(CB_OPT_ride_waits) && cb_stream_kind(s, ptsz) == CB_SK_CREATED;
+}
+
 int cb_wait_ride(CUstream s, int ptsz, CUevent e, unsigned int flags)
 {
     struct cb_event info;
-    if (flags != 0 || !cb_opt(CB_OPT_ride_waits) || cb_runs_locked_here() || !cb_runs_marked() ||
-        cb_event_info(e, &info) || !info.run)
+    if (!cb_wait_may_skip(s, ptsz, flags) || cb_runs_locked_here() || !cb_runs_marked() || cb_event_info(e, &info) ||
+        !info.run)
         return 0;
     cb_capture_lock(); /* the flags question and the queueing: one step against a capture beginning */
-    int ride = !cb_captures_active() && cb_stream_created_nonblocking(s, ptsz);
+    int ride = !cb_captures_active() && cb_stream_nonblocking(s);
     if (ride) {
         pthread_mutex_lock(&cb_waits_mu);
         if (cb_nwaits == cb_capwaits) {

@@ -90,6 +90,9 @@ MUTANTS = {
     "first-copy-deferred": ("src/copy.c:defer()", "    if (run->q.n == 0 && !cb_run_in_burst(run)) {", "    if (0) {", "rule 8 (first of a burst)", "check_rules:deferral"),
     "named-call-keeps-burst": ("src/run.c:cb_runs_named_here()", "    if (!cb_tls_bursts_open)\n        return;",
                                "    if (1)\n        return;", "rule 8 (a call naming the stream ends its burst)", "check_rules:capture"),
+    "lone-first-copy-skips-the-count": ("src/copy.c:defer()", "    if (rq->sk == CB_SK_CREATED && !cb_runs_active() && !cb_flush_closed() && !cb_flush_paused() &&",
+                                        "    if (rq->sk == CB_SK_CREATED && !cb_flush_closed() && !cb_flush_paused() &&",
+                                        "rule 8 (a burst begins without the lock only where nothing is queued)", "check_rules:markers"),
     "blocking-overtakes-legacy-run": ("src/flush.c:cb_flush_cross()", "    if (cb_runs_legacy_pending() && cb_stream_blocking(s, sk))\n        return flush_matching(CB_LEGACY_RUNS, CB_WHY_flush_legacy);",
                                       "    (void)s;", "rule 3 (mirror: legacy runs before blocking work)"),
     "capture-begin-keeps-legacy-runs": ("src/flush.c:cb_flush_capture_begin()", "    if (!cb_runs_locked_here() && atomic_load(&cb_legacy_nonempty) > 0)\n        rc = cb_first_error(",
@@ -189,8 +192,8 @@ MUTANTS = {
                                        "rule 16 (a wait is for the record it named)"),
     "destroy-ignores-pending-waits": ("src/marker.c:cb_event_before_forget()", "    CUresult rc = cb_waits_issue_event(e); /* rule 16: they wait for its last record */",
                                       "    CUresult rc = CUDA_SUCCESS;", "rule 16 (a wait is for the record it named)"),
-    "waits-met-unasked": ("src/marker.c:already_met()", "    int met = !cb_captures_active() && cb_stream_created_nonblocking(s, ptsz) &&\n              cb_drv.cuEventQuery(si ? si->ev : e) == CUDA_SUCCESS;",
-        "    int met = !cb_captures_active() && cb_stream_created_nonblocking(s, ptsz);", "rule 16 (only a complete event's wait is dropped)"),
+    "waits-met-unasked": ("src/marker.c:already_met()", "    int met = !cb_captures_active() && cb_stream_nonblocking(s) &&\n              cb_drv.cuEventQuery(si ? si->ev : e) == CUDA_SUCCESS;",
+        "    int met = !cb_captures_active() && cb_stream_nonblocking(s);", "rule 16 (only a complete event's wait is dropped)"),
 }
 
 # The quick subset .ci/run runs after make check (about a minute each on two cores,
