@@ -143,8 +143,9 @@ static int defer(struct cb_copy_req *rq, CUresult *rc)
     }
     /* the first copy after a call on this thread named the stream, the common
      * case of a lone copy: decided from this thread's note, without the run,
-     * while no run anywhere holds anything */
-    if (rq->sk == CB_SK_CREATED && !cb_runs_active() && !cb_flush_closed() && !cb_flush_paused() &&
+     * while no run anywhere holds anything (a per-thread stream's run may hold
+     * a fence to give back: run.c's note_fast) */
+    if (rq->sk != CB_SK_PER_THREAD && !cb_runs_active() && !cb_flush_closed() && !cb_flush_paused() &&
         cb_run_pass_first_here(&key)) {
         CB_COUNT(pass_first);
         return 0;

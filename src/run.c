@@ -495,11 +495,12 @@ static struct cb_burst_note *burst_note(uintptr_t stream, uintptr_t owner)
     return NULL;
 }
 
-/* A created stream that is not slow: nothing but the burst itself decides how
- * its first copy goes. */
+/* A created or legacy stream that is not slow: nothing but the burst itself
+ * decides how its first copy goes (a per-thread stream's first copy may have
+ * a fence of its run to give back first: copy.c's pass). */
 static int note_fast(const struct cb_run *run)
 {
-    return !run->facts.legacy && !run->facts.ptds && !run->pace.slow;
+    return !run->facts.ptds && !run->pace.slow;
 }
 
 void cb_run_burst_begins(struct cb_run *run)

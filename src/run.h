@@ -166,7 +166,7 @@ void cb_run_burst_begins(struct cb_run *run);          /* its first copy passed 
 void cb_run_burst_ends(struct cb_run *run);            /* a call named the stream */
 int cb_run_in_burst(struct cb_run *run);               /* its next copy joins the run (rule 8) */
 static inline int cb_run_warm(struct cb_run *run) { return atomic_load_explicit(&run->warm, memory_order_relaxed); }
-/* Rule 8 without a lock: a copy on a created stream whose burst this thread
+/* Rule 8 without a lock: a copy on a created or the legacy stream whose burst this thread
  * began and a call on this thread has named since begins a new burst and
  * passes through.  Asked only while no run anywhere holds anything
  * (!cb_runs_active(): so neither does this stream's, and the run's lock would

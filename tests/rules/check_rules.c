@@ -1468,17 +1468,24 @@ START_TEST(records_others_may_see_pass_through)
 }
 END_TEST
 
-/* Rule 8's notes (probe.c, lone_after_thread): a burst begins without the
+/* Rule 8's notes (probe.c, lone_after_thread and _legacy: a created and the
+ * legacy stream): a burst begins without the
  * run's lock only while no run holds anything; a copy another thread queued
  * first (and the timer keeps queued) goes to the driver before this thread's
  * next copy to the same bytes. */
 START_TEST(a_lone_copy_follows_another_threads_queued_copy)
 {
+    /* the legacy stream's runs are the copy kernel's (rule 3) */
     const char *const held[] = {"CUBATCH_FLUSH_US=1000000", "CUBATCH_MAX_WAIT_US=10000000", NULL};
-    struct pair p = both("lone_after_thread", held);
-    STAT_EQ(p.shim, "pass_first", 1);
-    STAT_EQ(p.shim, "deferred", 2); /* the other thread's copy, and this thread's after it */
-    pair_free(&p);
+    const char *const held_kernel[] = {"CUBATCH_FLUSH_US=1000000", "CUBATCH_MAX_WAIT_US=10000000",
+                                       "CUBATCH_ENGINE=auto", NULL};
+    const char *const scenarios[] = {"lone_after_thread", "lone_after_thread_legacy"};
+    for (int i = 0; i < 2; i++) {
+        struct pair p = both(scenarios[i], i ? held_kernel : held);
+        STAT_EQ(p.shim, "pass_first", 1);
+        STAT_EQ(p.shim, "deferred", 2); /* the other thread's copy, and this thread's after it */
+        pair_free(&p);
+    }
 }
 END_TEST
 

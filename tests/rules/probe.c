@@ -959,14 +959,13 @@ static void *lone_other_copy(void *arg)
     CK(cuMemcpyHtoDAsync_v2(o->d, o->src, SZ, o->s));
     return NULL;
 }
-static void sc_lone_after_thread(void)
+static void lone_after_thread_on(CUstream s)
 {
     unsigned char *first = pinned(SZ), *other = pinned(SZ), *last = pinned(SZ), *back = malloc(SZ);
     fill(first, SZ, 62);
     fill(other, SZ, 63);
     fill(last, SZ, 64);
     CUdeviceptr d = devmem(SZ);
-    CUstream s = mkstream(CU_STREAM_NON_BLOCKING);
     CK(cuMemcpyHtoDAsync_v2(d, first, SZ, s));
     CK(cuStreamSynchronize(s));
     struct lone_other o = {s, d, other};
@@ -979,6 +978,9 @@ static void sc_lone_after_thread(void)
     expect("the last copy's bytes, after the other thread's", back, last, SZ);
     free(back);
 }
+static void sc_lone_after_thread(void) { lone_after_thread_on(mkstream(CU_STREAM_NON_BLOCKING)); }
+/* ... on the legacy stream, whose run both threads find by their (one) context */
+static void sc_lone_after_thread_legacy(void) { lone_after_thread_on(CU_STREAM_LEGACY); }
 
 /* Copies made by a thread-exit destructor of the program's that runs after
  * cubatch's own (its key was made later, so it comes later in each round of
@@ -3006,6 +3008,7 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"threads", sc_threads},       {"stress", sc_stress},       {"h2d_16k", sc_h2d_16k},
     {"h2d_4k", sc_h2d_4k},         {"single", sc_single},       {"pair", sc_pair},
     {"lone_after_thread", sc_lone_after_thread},
+    {"lone_after_thread_legacy", sc_lone_after_thread_legacy},
     {"long_loop", sc_long_loop},   {"age", sc_age},
     {"legacy_then_blocking", sc_legacy_then_blocking}, {"registered", sc_registered},
     {"capture_legacy", sc_capture_legacy}, {"legacy_during_capture", sc_legacy_during_capture},
