@@ -37,16 +37,15 @@ static inline int ptr_differ(const void *a, const void *b)
 #define HASH_FUNCTION(keyptr, keylen, hashv) ((void)(keylen), (hashv) = ptr_hash(keyptr))
 #define HASH_KEYCMP(a, b, len) ((void)(len), ptr_differ((a), (b)))
 #include "event.h"
+#include "futex.h"
 #include "ptds.h"
 #include "stats.h"
-
-#include <pthread.h>
 
 #include <stdlib.h>
 #include <string.h>
 
 static struct cb_event *cb_events;
-static pthread_mutex_t cb_events_mu = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int cb_events_mu; /* futex.h: looked up on every record */
 atomic_int cb_events_linked; /* events linked to a stand-in (event.h) */
 
 /* Lock held.  One link or hold fewer; the last gives the event back, unless
@@ -81,35 +80,35 @@ static struct cb_event *find(CUevent e)
 
 int cb_event_info(CUevent e, struct cb_event *out)
 {
-    pthread_mutex_lock(&cb_events_mu);
+    cb_futex_lock(&cb_events_mu);
     struct cb_event *ev = find(e);
     if (ev)
         *out = *ev;
-    pthread_mutex_unlock(&cb_events_mu);
+    cb_futex_unlock(&cb_events_mu);
     return ev ? 0 : -1;
 }
 
 int cb_event_may_queue(CUevent e)
 {
-    pthread_mutex_lock(&cb_events_mu);
+    cb_futex_lock(&cb_events_mu);
     struct cb_event *ev = find(e);
     int may = ev && !(ev->flags & CU_EVENT_INTERPROCESS);
-    pthread_mutex_unlock(&cb_events_mu);
+    cb_futex_unlock(&cb_events_mu);
     return may;
 }
 
 int cb_event_held_by(CUevent e, const struct cb_run *run)
 {
-    pthread_mutex_lock(&cb_events_mu);
+    cb_futex_lock(&cb_events_mu);
     struct cb_event *ev = find(e);
     int held = ev && ev->run == run;
-    pthread_mutex_unlock(&cb_events_mu);
+    cb_futex_unlock(&cb_events_mu);
     return held;
 }
 
 int cb_event_claim(CUevent e, struct cb_run *run, CUcontext ctx, int *stands)
 {
-    pthread_mutex_lock(&cb_events_mu);
+    cb_futex_lock(&cb_events_mu);
     struct cb_event *ev = find(e);
     int rc = !ev || (ev->flags & CU_EVENT_INTERPROCESS) || ev->ctx != ctx ? -1 : ev->run && ev->run != run ? 1 : 0;
     if (rc == 0) {
@@ -117,13 +116,13 @@ int cb_event_claim(CUevent e, struct cb_run *run, CUcontext ctx, int *stands)
         unlink_event(ev); /* its newer record is queued: the stand-in no longer answers for it */
         *stands = ev->flags == CU_EVENT_DISABLE_TIMING;
     }
-    pthread_mutex_unlock(&cb_events_mu);
+    cb_futex_unlock(&cb_events_mu);
     return rc;
 }
 
 void cb_event_add(CUevent e, unsigned int flags, CUcontext ctx)
 {
-    pthread_mutex_lock(&cb_events_mu);
+    cb_futex_lock(&cb_events_mu);
     struct cb_event *ev = find(e);
     if (!ev && (ev = calloc(1, sizeof *ev))) {
         ev->ev = e;
@@ -135,59 +134,59 @@ void cb_event_add(CUevent e, unsigned int flags, CUcontext ctx)
         ev->flags = flags;
         ev->ctx = ctx;
     }
-    pthread_mutex_unlock(&cb_events_mu);
+    cb_futex_unlock(&cb_events_mu);
 }
 
 void cb_event_drop(CUevent e)
 {
-    pthread_mutex_lock(&cb_events_mu);
+    cb_futex_lock(&cb_events_mu);
     struct cb_event *ev = find(e);
     if (ev) {
         unlink_event(ev);
         HASH_DEL(cb_events, ev);
         free(ev);
     }
-    pthread_mutex_unlock(&cb_events_mu);
+    cb_futex_unlock(&cb_events_mu);
 }
 
 void cb_event_unlink(CUevent e)
 {
     if (!atomic_load_explicit(&cb_events_linked, memory_order_relaxed))
         return;
-    pthread_mutex_lock(&cb_events_mu);
+    cb_futex_lock(&cb_events_mu);
     struct cb_event *ev = find(e);
     if (ev)
         unlink_event(ev);
-    pthread_mutex_unlock(&cb_events_mu);
+    cb_futex_unlock(&cb_events_mu);
 }
 
 struct cb_standin *cb_event_hold(CUevent e)
 {
     if (!atomic_load_explicit(&cb_events_linked, memory_order_relaxed))
         return NULL;
-    pthread_mutex_lock(&cb_events_mu);
+    cb_futex_lock(&cb_events_mu);
     struct cb_event *ev = find(e);
     struct cb_standin *si = ev ? ev->standin : NULL;
     if (si)
         si->refs++;
-    pthread_mutex_unlock(&cb_events_mu);
+    cb_futex_unlock(&cb_events_mu);
     return si;
 }
 
 void cb_event_unhold(CUevent e, struct cb_standin *si, int settled)
 {
-    pthread_mutex_lock(&cb_events_mu);
+    cb_futex_lock(&cb_events_mu);
     struct cb_event *ev = settled ? find(e) : NULL;
     if (ev && ev->standin == si)
         unlink_event(ev);
     release(si);
-    pthread_mutex_unlock(&cb_events_mu);
+    cb_futex_unlock(&cb_events_mu);
 }
 
 size_t cb_events_hold_linked(CUevent *evs, struct cb_standin **sis, size_t max)
 {
     size_t n = 0;
-    pthread_mutex_lock(&cb_events_mu);
+    cb_futex_lock(&cb_events_mu);
     for (struct cb_event *ev = cb_events; ev && n < max; ev = ev->hh.next) {
         if (!ev->standin)
             continue;
@@ -196,27 +195,27 @@ size_t cb_events_hold_linked(CUevent *evs, struct cb_standin **sis, size_t max)
         sis[n]->refs++;
         n++;
     }
-    pthread_mutex_unlock(&cb_events_mu);
+    cb_futex_unlock(&cb_events_mu);
     return n;
 }
 
 void cb_events_forget_context(CUcontext ctx)
 {
-    pthread_mutex_lock(&cb_events_mu);
+    cb_futex_lock(&cb_events_mu);
     for (struct cb_event *ev = cb_events; ev; ev = ev->hh.next) {
         if (ev->ctx != ctx || !ev->standin)
             continue;
         ev->standin->ctx = NULL; /* its event died with the context: never given back */
         unlink_event(ev);
     }
-    pthread_mutex_unlock(&cb_events_mu);
+    cb_futex_unlock(&cb_events_mu);
 }
 
 void cb_event_markers_gone(const struct cb_copies *q, const struct cb_run *run, struct cb_standin *standin)
 {
     if (!q->nmarks && !standin)
         return;
-    pthread_mutex_lock(&cb_events_mu);
+    cb_futex_lock(&cb_events_mu);
     if (standin)
         standin->refs = 1; /* held while the links are made */
     for (size_t i = 0; i < q->nmarks; i++) {
@@ -235,11 +234,11 @@ void cb_event_markers_gone(const struct cb_copies *q, const struct cb_run *run, 
     }
     if (standin)
         release(standin);
-    pthread_mutex_unlock(&cb_events_mu);
+    cb_futex_unlock(&cb_events_mu);
 }
 
-void cb_events_atfork_prepare(void) { pthread_mutex_lock(&cb_events_mu); }
-void cb_events_atfork_parent(void) { pthread_mutex_unlock(&cb_events_mu); }
+void cb_events_atfork_prepare(void) { cb_futex_lock(&cb_events_mu); }
+void cb_events_atfork_parent(void) { cb_futex_unlock(&cb_events_mu); }
 
 void cb_events_atfork_child(void)
 {
@@ -251,5 +250,5 @@ void cb_events_atfork_child(void)
         HASH_DEL(cb_events, ev);
         free(ev);
     }
-    pthread_mutex_init(&cb_events_mu, NULL);
+    atomic_store_explicit(&cb_events_mu, 0, memory_order_relaxed);
 }

@@ -41,10 +41,8 @@
 #include "run.h"
 #include "capture.h"
 
-#include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 /* Adaptive: a thread that finds one taken spins briefly before sleeping, as the
@@ -97,26 +95,6 @@ static void mutex_init(pthread_mutex_t *m)
     pthread_mutex_init(m, &a);
     pthread_mutexattr_destroy(&a);
 }
-
-/* The run lock's slow path (run.h has the fast one): spin briefly, as the holder
- * is usually done within a microsecond, then sleep on the futex word marked 2
- * ("waiters"), so that the unlock knows to wake one. */
-void cb_run_lock_wait(atomic_int *mu)
-{
-    for (int i = 0; i < 100; i++) {
-        int free_ = 0;
-        if (atomic_load_explicit(mu, memory_order_relaxed) == 0 &&
-            atomic_compare_exchange_weak_explicit(mu, &free_, 1, memory_order_acquire, memory_order_relaxed))
-            return;
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-    }
-    while (atomic_exchange_explicit(mu, 2, memory_order_acquire) != 0)
-        syscall(SYS_futex, mu, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
-}
-
-void cb_run_lock_wake(atomic_int *mu) { syscall(SYS_futex, mu, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0); }
 
 void cb_store_lock(void) { pthread_mutex_lock(&cb_store_mu); }
 void cb_store_unlock(void) { pthread_mutex_unlock(&cb_store_mu); }

@@ -9,6 +9,7 @@
 #include "hazard.h"
 #include "choose.h"
 #include "stream.h"
+#include "futex.h"
 
 #include <uthash.h>
 
@@ -61,7 +62,7 @@ struct cb_feed {
  * it through run.c's functions. */
 struct cb_run {
     UT_hash_handle hh;
-    atomic_int mu;                /* its lock: 0 free, 1 taken, 2 taken with waiters (run.c) */
+    atomic_int mu;                /* its lock (futex.h) */
     /* a burst is under way: its first copy passed through, the next join the
      * run (rule 8).  Written by run.c only: under mu, or without it by the
      * thread whose note says a new burst begins (cb_run_pass_first_here); kept
@@ -116,23 +117,16 @@ static inline struct cb_run_key cb_run_key_of(CUstream s, enum cb_stream_kind sk
 /* The stream's run, locked (no run lock held before); create: make it when
  * there is none (*created = 1).  NULL: none (or out of memory). */
 struct cb_run *cb_run_lock_key(const struct cb_run_key *key, int create, int *created);
-/* A run's lock: a futex word, taken and released inline on the copy path (an
- * uncontended pair costs a few instructions); a waiter sleeps in the kernel. */
-void cb_run_lock_wait(atomic_int *mu);
-void cb_run_lock_wake(atomic_int *mu);
+/* A run's lock (futex.h), taken and released inline on the copy path. */
 static inline void cb_run_lock(struct cb_run *run)
 {
-    int free_ = 0;
-    if (CB_UNLIKELY(!atomic_compare_exchange_strong_explicit(&run->mu, &free_, 1, memory_order_acquire,
-                                                             memory_order_relaxed)))
-        cb_run_lock_wait(&run->mu);
+    cb_futex_lock(&run->mu);
     cb_tls_held++;
 }
 static inline void cb_run_unlock(struct cb_run *run)
 {
     cb_tls_held--;
-    if (CB_UNLIKELY(atomic_exchange_explicit(&run->mu, 0, memory_order_release) == 2))
-        cb_run_lock_wake(&run->mu);
+    cb_futex_unlock(&run->mu);
 }
 /* The store's lock: held to iterate (CB_RUNS_EACH) and to remove. */
 void cb_store_lock(void);
