@@ -81,15 +81,20 @@ probe)
     echo "scenarios: $(($(wc -l <"$raw/probe.txt") - 1)), same: $(awk 'NR > 1 && $5 == "yes"' "$raw/probe.txt" | wc -l)"
     grep -E '^(marker|merged|waits|jax)' "$raw/probe.txt" ;;
 events)
-    part "Copies with event records (bench_copies; plain, plain2 = A/A, cubatch, nomerge = CUBATCH_MERGE_RECORDS=0; $rounds rounds)"
+    part "Copies with event records (bench_copies; plain, plain2 = A/A, cubatch, nomerge = CUBATCH_MERGE_RECORDS=0, prev = \$CB_PREV_LIB if set; $rounds rounds)"
     cfgs=(plain plain2 cubatch nomerge)
+    [ -n "${CB_PREV_LIB:-}" ] && cfgs+=(prev)
     {
         echo "config,round,mode,stream,dir,count,size,reps,median_us,p10_us,p90_us,extra"
         for ((r = 0; r < rounds; r++)); do
             for ((k = 0; k < ${#cfgs[@]}; k++)); do
                 c=${cfgs[$(((r + k) % ${#cfgs[@]}))]}
                 pre=()
-                case $c in cubatch) pre=(LD_PRELOAD="$lib") ;; nomerge) pre=(LD_PRELOAD="$lib" CUBATCH_MERGE_RECORDS=0) ;; esac
+                case $c in
+                cubatch) pre=(LD_PRELOAD="$lib") ;;
+                nomerge) pre=(LD_PRELOAD="$lib" CUBATCH_MERGE_RECORDS=0) ;;
+                prev) pre=(LD_PRELOAD="$CB_PREV_LIB") ;;
+                esac
                 env "${pre[@]}" taskset -c "$cpu" "$bin/bench_copies" -r 9 -w 2 -m loop -m events1 h2d:1024:4K \
                     -m events2 h2d:256:4K 2>/dev/null | grep -v '^#' | grep -v '^mode' | sed "s/^/$c,$r,/"
             done
@@ -101,12 +106,12 @@ t = {}
 for r in csv.DictReader(open(sys.argv[1])):
     t.setdefault((r["mode"], r["count"]), {}).setdefault(r["config"], {})[r["round"]] = float(r["median_us"])
 f = lambda v: "%.2f (%.2f-%.2f)" % (statistics.median(v), min(v), max(v)) if v else "-"
-print("| pattern | plain µs | A/A | cubatch | merging off |\n| --- | ---: | --- | --- | --- |")
+print("| pattern | plain µs | A/A | cubatch | merging off | prev |\n| --- | ---: | --- | --- | --- | --- |")
 for (mode, n), c in sorted(t.items()):
     p = c.get("plain", {})
     ratio = lambda other: [p[k] / c[other][k] for k in p if k in c.get(other, {})]
     print(f"| {mode} h2d {n} x 4K | {statistics.median(p.values()):.1f} | {f(ratio('plain2'))} | "
-          f"{f(ratio('cubatch'))} | {f(ratio('nomerge'))} |")
+          f"{f(ratio('cubatch'))} | {f(ratio('nomerge'))} | {f(ratio('prev'))} |")
 PY
     ;;
 jax|torch|hf)

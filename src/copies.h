@@ -73,6 +73,8 @@ struct cb_stream_facts {
     int known;        /* a created stream's flags, context and device, learned once (they never change) */
     int sm_busy;      /* at its last submission, another stream may have been running SM work
                        * that fills the GPU (smwork.c): host copies went to the copy engines */
+    unsigned busy_gen, busy_left; /* smwork.c: the busy list's generation sm_busy was found at,
+                                   * and how many more questions it may answer */
     struct cb_fence fence; /* per-thread stream only */
 };
 

@@ -232,6 +232,8 @@ static int defer(struct cb_copy_req *rq, CUresult *rc)
         why = CB_ST_pass_legacy; /* only the copy kernel may run on the legacy stream */
         goto pass;
     }
+    if (opened)
+        cb_run_opened(run); /* it joins: from here on the run has an age */
     if (cb_run_append(run, rq))
         goto pass;
     if (CB_UNLIKELY(run->facts.legacy) && legacy_run_raced_a_capture(run)) {

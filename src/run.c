@@ -253,7 +253,7 @@ int cb_run_open(struct cb_run *run, CUstream stream)
         /* A stream captures only after a call that begins a capture, which
          * capture.c counts: with none under way, nothing need be asked again. */
         f->capturing = 0;
-        goto looks;
+        return 0;
     }
     if (f->legacy) {
         /* The legacy stream never captures (copy.c defers nothing on it while any
@@ -308,7 +308,11 @@ int cb_run_open(struct cb_run *run, CUstream stream)
         f->device = dev;
         f->known = 1;
     }
-looks:;
+    return 0;
+}
+
+void cb_run_opened(struct cb_run *run)
+{
     uint64_t now = cb_now_ns();
     struct cb_looks *l = &run->looks;
     l->opened_ns = now;
@@ -317,7 +321,6 @@ looks:;
         l->look_ns = now + cb_opt(CB_OPT_flush_us) * 1000u;
         l->issued_looked = run->feed.issued;
     }
-    return 0;
 }
 
 static int run_grow(struct cb_run *run)

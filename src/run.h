@@ -30,7 +30,7 @@ struct cb_pace {
     uint64_t last_copy_ns, pace_ns; /* while slow: the last copy, the running mean gap */
 };
 
-/* The timer's looks at a stream.  Written by run.c only (cb_run_open,
+/* The timer's looks at a stream.  Written by run.c only (cb_run_opened,
  * cb_run_looked, cb_run_look_at); look.c's cb_look_runs decides. */
 struct cb_looks {
     uint64_t opened_ns;      /* when the run opened: the age bound */
@@ -135,9 +135,13 @@ struct cb_run *cb_store_find(const struct cb_run_key *key); /* store lock held *
 void cb_run_remove(struct cb_run *run); /* store lock and run lock held: cleared, kept for reuse */
 /* Learn what the run's stream is (run->facts); -1 when a driver query failed.
  * For a per-thread stream, the owner's earlier side submission is joined and
- * ev_start recorded.  The run's age counts from now; if the stream was quiet,
- * the timer's first look is due CUBATCH_FLUSH_US from now (run->looks.look_ns). */
+ * ev_start recorded.  No clock is read: a copy that passes through after all
+ * costs none. */
 int cb_run_open(struct cb_run *run, CUstream stream);
+/* The empty run's first copy joins it: the run's age counts from now; if the
+ * stream was quiet, the timer's first look is due CUBATCH_FLUSH_US from now
+ * (run->looks.look_ns). */
+void cb_run_opened(struct cb_run *run);
 /* Queue a copy (hazards already checked); -1 out of memory (nothing queued, the
  * hazard sets possibly larger: only ever more conservative). */
 int cb_run_append(struct cb_run *run, const struct cb_copy_req *rq);

@@ -52,6 +52,10 @@ static int cb_nbusy;
 static CUcontext cb_busy_overflow[CB_BUSY_MAX]; /* contexts with more busy streams than fit */
 static int cb_noverflow;
 static atomic_int cb_busy_any; /* cb_nbusy + cb_noverflow: the lock-free "nothing runs" */
+/* Moves at every filling launch noted and every stream forgotten: a verdict
+ * found at one generation holds while it stays, as only a launch cubatch sees
+ * makes a stream of this process busy (cb_smwork_note_busy). */
+static atomic_uint cb_busy_gen;
 static atomic_uint cb_min_sms; /* 0: not known yet */
 static int cb_tracking;         /* the engine choice asks (engine.c) */
 
@@ -147,6 +151,7 @@ void cb_smwork_launch(CUstream s, int ptsz, CUfunction f, uint64_t blocks, uint6
             }
         }
     }
+    atomic_fetch_add_explicit(&cb_busy_gen, 1, memory_order_release);
     pthread_mutex_unlock(&cb_busy_mu);
 }
 
@@ -154,6 +159,7 @@ static void forget(int i)
 {
     cb_busy[i] = cb_busy[--cb_nbusy];
     atomic_fetch_sub(&cb_busy_any, 1);
+    atomic_fetch_add_explicit(&cb_busy_gen, 1, memory_order_release);
 }
 
 void cb_smwork_ctx_synced(CUcontext ctx)
@@ -168,6 +174,7 @@ void cb_smwork_ctx_synced(CUcontext ctx)
         if (cb_busy_overflow[j] == ctx) {
             cb_busy_overflow[j] = cb_busy_overflow[--cb_noverflow];
             atomic_fetch_sub(&cb_busy_any, 1);
+            atomic_fetch_add_explicit(&cb_busy_gen, 1, memory_order_release);
         }
     pthread_mutex_unlock(&cb_busy_mu);
 }
@@ -244,8 +251,25 @@ void cb_smwork_atfork_child(void)
     pthread_mutex_init(&cb_busy_mu, NULL);
 }
 
+/* A verdict answers the stream's next CB_BUSY_REUSE questions while the busy
+ * list's generation stays: a copy passing through beside busy streams then
+ * takes no lock and reads no clock (the copies a stale "busy" sends to the
+ * copy engines, never slower than the program's own, are at most these; a
+ * stale "idle" cannot be, as any launch that could end it moves the
+ * generation). */
+#define CB_BUSY_REUSE 32u
+
 int cb_smwork_note_busy(struct cb_stream_facts *f)
 {
+    if (!atomic_load_explicit(&cb_busy_any, memory_order_relaxed))
+        return f->sm_busy = 0;
+    unsigned gen = atomic_load_explicit(&cb_busy_gen, memory_order_acquire);
+    if (f->busy_left > 0 && f->busy_gen == gen) {
+        f->busy_left--;
+        return f->sm_busy;
+    }
     f->sm_busy = cb_smwork_may_delay(f);
+    f->busy_gen = gen; /* read before the list: a change meanwhile is asked again next time */
+    f->busy_left = CB_BUSY_REUSE;
     return f->sm_busy;
 }

@@ -1116,6 +1116,28 @@ START_TEST(finished_compute_lets_the_kernel_take_them)
 }
 END_TEST
 
+/* A verdict on the GPU's load answers the copies' later questions without a
+ * lock or a clock, but is asked again once a launch may have changed it
+ * (sm_busy_later: the second run, beside a filling kernel, keeps off the copy
+ * kernel) and after a bounded number of copies (sm_busy_ends: the compute ends
+ * after two queries, and the copies that passed through batch again). */
+START_TEST(a_load_verdict_is_asked_again)
+{
+    struct pair p = both("sm_busy_later", automatic);
+    STAT_EQ(p.shim, "kernel_launches", 1); /* the first run's */
+    STAT_GE(p.shim, "batches", 1);
+    pair_free(&p);
+    const char *fixed[] = {"CUBATCH_ENGINE=auto", "CUBATCH_MEASURE=0", NULL};
+    p = both("sm_busy_ends", fixed);
+    STAT_GE(p.shim, "pass_busy", 32);
+    ck_assert_msg(stat_of(&p.shim, "pass_busy") <= 96, "pass_busy = %ld: the verdict was not asked again\n%s",
+                  stat_of(&p.shim, "pass_busy"), p.shim.stats);
+    STAT_EQ(p.shim, "load_queries", 3); /* found running twice, then finished */
+    STAT_GE(p.shim, "kernel_launches", 1);
+    pair_free(&p);
+}
+END_TEST
+
 START_TEST(compute_that_leaves_room_or_would_be_waited_for)
 {
     /* a grid that leaves SMs free is not counted, and nothing is asked */
@@ -1977,7 +1999,8 @@ int main(void)
                                    legacy_runs_go_before_blocking_work, capture_begins_after_legacy_runs,
                                    nothing_deferred_on_legacy_while_capturing,
                                    kernel_only_where_it_may_touch_the_memory, refused_launch_is_replayed, kernel_chunks_grow)},
-        {"beside_compute", TH_TESTS(measured_choice_takes_the_cheapest_arm, host_copies_avoid_a_busy_gpu, finished_compute_lets_the_kernel_take_them,
+        {"beside_compute", TH_TESTS(measured_choice_takes_the_cheapest_arm, host_copies_avoid_a_busy_gpu,
+                                    finished_compute_lets_the_kernel_take_them, a_load_verdict_is_asked_again,
                                     compute_that_leaves_room_or_would_be_waited_for)},
         {"two_devices", TH_TESTS(two_devices_skip_on_one, two_devices_streams_and_switches,
                                  two_devices_peer_copies_pass_through, two_devices_context_synchronize_of_one,

@@ -1607,6 +1607,53 @@ static void sc_measured(void)
     CK(cuStreamSynchronize(a));
 }
 
+/* A verdict on the GPU's load answers later questions only while nothing it
+ * depends on changed (smwork.c, cb_smwork_note_busy).  sm_busy_later: compute
+ * on the copies' own stream (which they would wait for anyway) leaves the GPU
+ * free for them: the first run goes to the copy kernel; then compute on
+ * another stream fills the GPU, and the second run must keep off the kernel. */
+static void sc_sm_busy_later(void)
+{
+    CUfunction f = compute_fn();
+    CUstream a = mkstream(CU_STREAM_NON_BLOCKING), b = mkstream(CU_STREAM_NON_BLOCKING);
+    unsigned char *in = pinned(N * SZ), *out = pinned(N * SZ);
+    fill(in, N * SZ, 51);
+    CUdeviceptr d = devmem(N * SZ);
+    compute(f, b, 8, 3);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyHtoDAsync_v2(d + (size_t)i * SZ, in + (size_t)i * SZ, SZ, b));
+    CK(cuStreamSynchronize(b));
+    compute(f, a, 8, 1u << 30);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * SZ, d + (size_t)i * SZ, SZ, b));
+    CK(cuStreamSynchronize(b));
+    expect("copies before and beside compute", out, in, N * SZ);
+    CK(cuStreamSynchronize(a));
+}
+/* sm_busy_ends: compute on another stream that runs on for two queries; 256
+ * host-to-device copies, 100 us of CPU work every 16: once the copies found it
+ * busy they pass through, and a verdict is asked again after a bounded number
+ * of copies, so they find it finished and batch again. */
+static void sc_sm_busy_ends(void)
+{
+    enum { NB = 256 };
+    CUfunction f = compute_fn();
+    CUstream a = mkstream(CU_STREAM_NON_BLOCKING), b = mkstream(CU_STREAM_NON_BLOCKING);
+    unsigned char *in = pinned(NB * SZ), *out = pinned(NB * SZ);
+    fill(in, NB * SZ, 52);
+    CUdeviceptr d = devmem(NB * SZ);
+    compute(f, a, 8, 2);
+    for (int i = 0; i < NB; i++) {
+        CK(cuMemcpyHtoDAsync_v2(d + (size_t)i * SZ, in + (size_t)i * SZ, SZ, b));
+        if (i % 16 == 15)
+            pass_time_us(100);
+    }
+    CK(cuStreamSynchronize(b));
+    CK(cuMemcpyDtoH_v2(out, d, NB * SZ));
+    expect("copies while compute ends", out, in, NB * SZ);
+    CK(cuStreamSynchronize(a));
+}
+
 /* ---- rule 13: cubatch's own calls while the program captures ------------------------------ */
 
 static const struct { CUstreamCaptureMode mode; const char *name; } cap_modes[] = {
@@ -3021,6 +3068,7 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"sm_idle_query", sc_sm_idle_query}, {"sm_room", sc_sm_room},         {"sm_busy_d2d", sc_sm_busy_d2d},
     {"sm_busy_legacy", sc_sm_busy_legacy}, {"sm_legacy_compute", sc_sm_legacy_compute},
     {"sm_destroyed", sc_sm_destroyed}, {"measured", sc_measured},
+    {"sm_busy_later", sc_sm_busy_later}, {"sm_busy_ends", sc_sm_busy_ends},
     {"marker_sync", sc_marker_sync},   {"marker_two", sc_marker_two},     {"marker_query", sc_marker_query},
     {"marker_elapsed_end", sc_marker_elapsed_end}, {"marker_elapsed_start", sc_marker_elapsed_start},
     {"marker_wait", sc_marker_wait},   {"marker_destroy", sc_marker_destroy}, {"marker_rerecord", sc_marker_rerecord},
