@@ -14,7 +14,7 @@ t = defaultdict(dict)   # (load, cell, config) -> {round: (copy, compute)}
 bad = [r for r in rows if r["ok"] != "1"]
 for r in rows:
     t[(r["load"], r["cell"], r["config"])][r["round"]] = (float(r["copy_us"]), float(r["compute_us"]))
-configs = [c for c in ("cubatch", "prev", "batch", "overlap", "overlap-rec", "plain-rec", "kernel", "fixed", "off")
+configs = [c for c in ("cubatch", "prev", "batch", "overlap", "overlap-rec", "plain-rec", "kernel", "fixed", "prevfixed", "off")
            if any(k[2] == c for k in t)]
 keys = sorted({(k[0], k[1]) for k in t}, key=lambda k: (["none", "short", "room", "fill", "gemm"].index(k[0]), k[1]))
 

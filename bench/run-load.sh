@@ -10,7 +10,7 @@
 # column), cubatch (defaults), batch (CUBATCH_ENGINE=batch), kernel
 # (CUBATCH_ENGINE=kernel), prev (defaults, the library $CB_PREV_LIB names: an
 # A/B of two libraries in one run), fixed (CUBATCH_MEASURE=0: the fixed rules instead
-# of the measured choice), overlap (CUBATCH_ENGINE=batch CUBATCH_OVERLAP=1),
+# of the measured choice), prevfixed (fixed under $CB_PREV_LIB), overlap (CUBATCH_ENGINE=batch CUBATCH_OVERLAP=1),
 # off (preloaded, CUBATCH_ENABLE=0), overlap-rec and plain-rec (overlap and
 # plain with a timing event recorded every 32 copies: load_bench --record-every).  Writes DIR/load.csv (config,round,load,cell,copy_us,
 # compute_us,ok), DIR/load.md (bench/load_report.py) and DIR/load-stats.jsonl
@@ -59,6 +59,7 @@ for ((r = 1; r <= rounds; r++)); do
         batch) env=(LD_PRELOAD="$lib" CUBATCH_ENGINE=batch) ;;
         kernel) env=(LD_PRELOAD="$lib" CUBATCH_ENGINE=kernel) ;;
         fixed) env=(LD_PRELOAD="$lib" CUBATCH_MEASURE=0) ;;
+        prevfixed) env=(LD_PRELOAD="${CB_PREV_LIB:?prevfixed: set CB_PREV_LIB to the other library}" CUBATCH_MEASURE=0) ;;
         overlap) env=(LD_PRELOAD="$lib" CUBATCH_ENGINE=batch CUBATCH_OVERLAP=1) ;;
         off) env=(LD_PRELOAD="$lib" CUBATCH_ENABLE=0) ;;
         overlap-rec) env=(LD_PRELOAD="$lib" CUBATCH_ENGINE=batch CUBATCH_OVERLAP=1) extra=(--record-every 32) ;;
