@@ -1654,6 +1654,37 @@ static void sc_sm_busy_ends(void)
     CK(cuStreamSynchronize(a));
 }
 
+/* The measured choice before it has measured anything: compute fills the GPU
+ * from another stream, and a small grid on the copies' own stream holds back
+ * everything behind it (cubatch's timing events too) for 40 queries.  Sixteen
+ * bursts of host-to-device copies, each ended by a query of the stream: the
+ * first samples stay under way throughout, and the segments begun meanwhile
+ * must go as the program issued them. */
+static void sc_measured_unsampled(void)
+{
+    enum { BURSTS = 16, NC = 32 };
+    CUfunction f = compute_fn();
+    CUstream a = mkstream(CU_STREAM_NON_BLOCKING), one = mkstream(CU_STREAM_NON_BLOCKING);
+    unsigned char *in = pinned(BURSTS * NC * SZ), *out = pinned(BURSTS * NC * SZ);
+    fill(in, BURSTS * NC * SZ, 53);
+    CUdeviceptr d = devmem(BURSTS * NC * SZ);
+    compute(f, a, 8, 1u << 30);
+    compute(f, one, 1, 40);
+    for (int b = 0; b < BURSTS; b++) {
+        for (int i = 0; i < NC; i++) {
+            size_t at = ((size_t)b * NC + (size_t)i) * SZ;
+            CK(cuMemcpyHtoDAsync_v2(d + at, in + at, SZ, one));
+        }
+        CUresult q = cuStreamQuery(one);
+        if (q != CUDA_SUCCESS && q != CUDA_ERROR_NOT_READY)
+            CK(q);
+    }
+    CK(cuStreamSynchronize(one));
+    CK(cuMemcpyDtoH_v2(out, d, BURSTS * NC * SZ));
+    expect("bursts before any sample", out, in, BURSTS * NC * SZ);
+    CK(cuStreamSynchronize(a));
+}
+
 /* ---- rule 13: cubatch's own calls while the program captures ------------------------------ */
 
 static const struct { CUstreamCaptureMode mode; const char *name; } cap_modes[] = {
@@ -3069,6 +3100,7 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"sm_busy_legacy", sc_sm_busy_legacy}, {"sm_legacy_compute", sc_sm_legacy_compute},
     {"sm_destroyed", sc_sm_destroyed}, {"measured", sc_measured},
     {"sm_busy_later", sc_sm_busy_later}, {"sm_busy_ends", sc_sm_busy_ends},
+    {"measured_unsampled", sc_measured_unsampled},
     {"marker_sync", sc_marker_sync},   {"marker_two", sc_marker_two},     {"marker_query", sc_marker_query},
     {"marker_elapsed_end", sc_marker_elapsed_end}, {"marker_elapsed_start", sc_marker_elapsed_start},
     {"marker_wait", sc_marker_wait},   {"marker_destroy", sc_marker_destroy}, {"marker_rerecord", sc_marker_rerecord},
