@@ -15,9 +15,8 @@
  * whenever the GPU waited for it.  Per copy, it is comparable across arms.
  *
  * Costs are kept per context and per class of segment (load, direction, size,
- * allocation density, burst length).  Each arm of a class is tried once (the
- * segments that begin while those first samples are under way pass through),
- * then the cheapest is used; one segment in 16 of the cheapest is timed again, and
+ * allocation density, burst length).  Each arm of a class is tried once, then
+ * the cheapest is used; one segment in 16 of the cheapest is timed again, and
  * every other arm is tried again after 32 segments of the class, then after
  * twice as many each time it loses (at most 2,048), so a change of load is
  * noticed and a losing arm costs little.  Ties go to the first arm listed
@@ -264,13 +263,9 @@ static enum cb_arm decide(struct cb_class_costs *k, unsigned allowed, int *sampl
             return a;
     }
     enum cb_arm best = cheapest(k, allowed);
-    if (best == CB_ARM_STATIC) {
-        /* every first sample still under way: until one says otherwise, the
-         * copies go as the program issued them (beside compute the batch API
-         * was measured at half the speed of the program's own copies for some
-         * classes, and a busy GPU keeps the first samples open longest) */
+    if (best == CB_ARM_STATIC) { /* every first sample still under way */
         *sample = 0;
-        return CB_ARM_PASS;
+        return CB_ARM_BATCH;
     }
     for (unsigned i = 0; i < CB_MEASURED_ARMS; i++) {
         enum cb_arm a = cb_arm_order[i];

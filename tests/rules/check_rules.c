@@ -1087,12 +1087,12 @@ START_TEST(measured_choice_takes_the_cheapest_arm)
     chosen_for(&p.shim, "h2d <=4K busy few-allocations long", b, sizeof b);
     ck_assert_msg(!strcmp(b, "batch") || !strcmp(b, "overlap"), "one buffer: %s", b);
     pair_free(&p);
-    /* before any sample came back: only the segments being timed batch, the
-     * others go as the program issued them (3 samples of 31 copies) */
+    /* before any sample came back, the segments go to the batch API (the pass
+     * arm's own first sample aside): docs/design.md, section 5, says why */
     p = both("measured_unsampled", automatic);
-    ck_assert_msg(stat_of(&p.shim, "batched_copies") <= 3 * 31, "batched_copies = %ld\n%s",
-                  stat_of(&p.shim, "batched_copies"), p.shim.stats);
-    STAT_GE(p.shim, "pass_chosen", 12 * 31);
+    STAT_GE(p.shim, "batched_copies", 12 * 31);
+    ck_assert_msg(stat_of(&p.shim, "pass_chosen") <= 31, "pass_chosen = %ld\n%s", stat_of(&p.shim, "pass_chosen"),
+                  p.shim.stats);
     pair_free(&p);
     /* switched off: the fixed rules, nothing timed */
     const char *off[] = {"CUBATCH_ENGINE=auto", "CUBATCH_MEASURE=0", "CUSIM_COST=copy=1000,batch=20000,entry=2000", NULL};

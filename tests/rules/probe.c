@@ -1659,7 +1659,7 @@ static void sc_sm_busy_ends(void)
  * everything behind it (cubatch's timing events too) for 40 queries.  Sixteen
  * bursts of host-to-device copies, each ended by a query of the stream: the
  * first samples stay under way throughout, and the segments begun meanwhile
- * must go as the program issued them. */
+ * go to the batch API (docs/design.md, section 5). */
 static void sc_measured_unsampled(void)
 {
     enum { BURSTS = 16, NC = 32 };
