@@ -325,6 +325,7 @@ void cb_segment_end(struct cb_segment *sg, CUstream stream)
     if (!sg->open)
         return;
     sg->open = 0;
+    cb_segment_fold(sg);
     sg->dense = sg->copies > 1 && 2 * sg->changes > sg->copies;
     sg->lenb = (unsigned char)len_bucket(sg->copies);
     if (!sg->slot)

@@ -36,6 +36,10 @@ struct cb_segment {
     unsigned limit;        /* a PASS segment covers this many, then a choice is made again */
     unsigned changes;      /* host allocation changes among them */
     uintptr_t last_alloc;  /* the host allocation (its end) of the last one */
+    /* copies of a PASS segment that passed by a thread's pass spell, without
+     * the run's lock (run.c): the low half counts them, the high half their
+     * allocation changes; folded into the counts above under the lock */
+    atomic_uint_fast64_t spelled;
 };
 
 /* What a choice is made from. */
@@ -66,6 +70,23 @@ static inline void cb_segment_copy(struct cb_segment *sg, uintptr_t host_alloc)
         sg->changes++;
         sg->last_alloc = host_alloc;
     }
+}
+/* One more copy passed by a spell (no lock held; changed: its host allocation
+ * is not the spell's previous copy's). */
+static inline void cb_segment_spelled(struct cb_segment *sg, int changed)
+{
+    atomic_fetch_add_explicit(&sg->spelled, 1u + ((uint64_t)(changed != 0) << 32), memory_order_relaxed);
+}
+/* The spells' copies join the counts (the run's lock held).  A spell's copy
+ * that comes after its segment ended counts in the next: the counts only pick
+ * the next segment's class. */
+static inline void cb_segment_fold(struct cb_segment *sg)
+{
+    if (CB_LIKELY(!atomic_load_explicit(&sg->spelled, memory_order_relaxed)))
+        return;
+    uint64_t v = atomic_exchange_explicit(&sg->spelled, 0, memory_order_relaxed);
+    sg->copies += (unsigned)v;
+    sg->changes += (unsigned)(v >> 32);
 }
 /* The segment's copies have all been issued or submitted on stream: its sample
  * ends (an event recorded after them), and the next copy makes a new choice. */

@@ -77,6 +77,17 @@ static int busy_upload(const struct cb_copy_req *rq, struct cb_run *run)
     return cb_smwork_note_busy(&run->facts);
 }
 
+/* The tag of an upload that busy_upload would ask about on a stream of the
+ * context it names (a pass spell's uploads share it); 0: any other copy. */
+static uintptr_t upload_tag(const struct cb_copy_req *rq)
+{
+    CUcontext ctx = rq->dcls.kctx;
+    if (rq->scls.kind != CB_MEM_HOST || rq->dcls.kind == CB_MEM_HOST || !cb_kernel_usable || !ctx ||
+        rq->scls.kctx != ctx || (cb_opt(CB_OPT_engine) != CB_ENGINE_KERNEL && rq->bytes > CB_KERNEL_AUTO_MAX))
+        return 0;
+    return (uintptr_t)ctx;
+}
+
 /* The allocation of the copy's host side (its end: classify.c), which the
  * measured choice counts changes of. */
 static uintptr_t host_alloc(const struct cb_copy_req *rq)
@@ -136,10 +147,21 @@ static int defer(struct cb_copy_req *rq, CUresult *rc)
     struct cb_run_key key = cb_run_key_of(rq->stream, rq->sk, rq->ctx);
     enum cb_stat_id why = CB_ST_pass_nomem;
     int opened = 0, created;
+    unsigned spell = 0; /* the stream's next copies that may pass by this one's spell */
     *rc = CUDA_SUCCESS;
     if (cb_runs_locked_here()) { /* re-entered from a submission: just pass through */
         CB_COUNT(pass_query);
         return 0;
+    }
+    /* the stream's copies pass through for now (the measured choice, or the
+     * load): this one too, decided from this thread's spell, without the run */
+    if (CB_UNLIKELY(cb_run_spells_here()) && rq->sk == CB_SK_CREATED && !cb_flush_closed() && !cb_flush_paused()) {
+        int spelled = cb_run_spell_here(&key, host_alloc(rq), upload_tag(rq));
+        if (spelled) {
+            cb_bump(&cb_stats_thread()->v[spelled], 1);
+            CB_COUNT(pass_spelled);
+            return 0;
+        }
     }
     /* the first copy after a call on this thread named the stream, the common
      * case of a lone copy: decided from this thread's note, without the run,
@@ -187,8 +209,10 @@ static int defer(struct cb_copy_req *rq, CUresult *rc)
     struct cb_segment *sg = &run->seg;
     if (sg->arm == CB_ARM_PASS && sg->open) {
         /* the measured choice passes this segment's copies through */
+        cb_segment_fold(sg);
         if (sg->copies < sg->limit) {
             cb_segment_copy(sg, host_alloc(rq));
+            spell = sg->slot ? 0 : sg->limit - sg->copies; /* a timed segment counts each copy */
             why = CB_ST_pass_chosen;
             goto pass;
         }
@@ -220,10 +244,13 @@ static int defer(struct cb_copy_req *rq, CUresult *rc)
     }
     if (run->q.n == 0 && !sg->open && choose(rq, run) == CB_ARM_PASS) {
         cb_segment_copy(sg, host_alloc(rq));
+        spell = sg->slot ? 0 : sg->limit - sg->copies;
         why = CB_ST_pass_chosen;
         goto pass;
     }
     if (run->q.arm == CB_ARM_STATIC && busy_upload(rq, run)) {
+        /* the verdict's remaining answers go to the spell: the copy after it asks again */
+        spell = run->q.n == 0 ? cb_smwork_busy_claim(&run->facts) : 0;
         why = CB_ST_pass_busy;
         goto pass;
     }
@@ -264,6 +291,8 @@ pass:
     else if (run->facts.ptds && run->facts.fence.ev_start)
         cb_fence_release(&run->facts);
     cb_run_set_active(run);
+    if (spell)
+        cb_run_spell_begin(run, spell, why, why == CB_ST_pass_chosen, host_alloc(rq), upload_tag(rq));
     cb_bump(&cb_stats_thread()->v[why], 1);
     cb_run_unlock(run);
     return 0;

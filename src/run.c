@@ -87,6 +87,26 @@ struct cb_burst_note {
 static CB_TLS struct cb_burst_note cb_tls_bursts[CB_BURST_NOTES];
 static CB_TLS unsigned cb_tls_bursts_next, cb_tls_bursts_open, cb_tls_bursts_last;
 
+/* This thread's pass spells (run.h): one per stream its copies last passed on
+ * (a thread may alternate between streams, one per direction, say).  Runs
+ * removed so far: a spell holds while none is (a run is removed with its
+ * stream, and a new stream may come back with the same handle). */
+struct cb_spell {
+    struct cb_run *run;   /* NULL: none (never freed: this file's header) */
+    uintptr_t stream;     /* the run's key (a created stream: no owner) */
+    unsigned left;        /* copies it may still pass */
+    unsigned removals;    /* cb_removals when it began */
+    int why;              /* enum cb_stat_id they count under */
+    int segment;          /* they count in the run's PASS segment (any copy passes) */
+    uintptr_t upload;     /* else: only copies of this upload tag pass (copy.c) */
+    uintptr_t last_alloc; /* the host allocation of its previous copy */
+};
+#define CB_SPELLS 4
+static CB_TLS struct cb_spell cb_tls_spells[CB_SPELLS];
+static CB_TLS unsigned cb_tls_spells_next;
+CB_TLS unsigned cb_tls_spells_live; /* one bit per slot holding a spell (run.h) */
+static atomic_uint cb_removals;
+
 static void mutex_init(pthread_mutex_t *m)
 {
     pthread_mutexattr_t a;
@@ -108,6 +128,9 @@ void cb_run_set_active(struct cb_run *run)
     /* a warm stream counts only while a measured segment runs with its burst
      * (choose.c): a call naming it must end both (flush.c); a burst alone ends
      * through this thread's notes (above) */
+    int h = run->q.n > 0 || run->q.nmarks > 0 || run->facts.fence.ev_join != NULL || run->pending != CUDA_SUCCESS;
+    if (h != atomic_load_explicit(&run->holds, memory_order_relaxed))
+        atomic_store_explicit(&run->holds, h, memory_order_release);
     int a = run->q.n > 0 || run->facts.fence.ev_join != NULL || run->pending != CUDA_SUCCESS ||
             (cb_run_warm(run) && run->seg.open);
     if (a != run->active) {
@@ -143,6 +166,7 @@ void cb_run_remove(struct cb_run *run)
     run->facts.fence.ev_join = NULL;
     cb_run_set_active(run);
     HASH_DEL(cb_run_table, run);
+    atomic_fetch_add_explicit(&cb_removals, 1, memory_order_release);
     run->live = 0;
     run->next_free = cb_free_runs;
     cb_free_runs = run;
@@ -446,6 +470,8 @@ void cb_runs_atfork_child(void)
     memset(cb_tls_last, 0, sizeof cb_tls_last);
     memset(cb_tls_bursts, 0, sizeof cb_tls_bursts);
     cb_tls_bursts_open = cb_tls_bursts_last = 0;
+    memset(cb_tls_spells, 0, sizeof cb_tls_spells);
+    cb_tls_spells_live = 0;
     mutex_init(&cb_store_mu);
     cb_tls_held = 0;
 }
@@ -540,8 +566,69 @@ static void note_named(struct cb_burst_note *n)
     }
 }
 
+/* The spell of a stream (its key's handle), or NULL. */
+static struct cb_spell *spell_of(uintptr_t stream)
+{
+    for (unsigned i = 0; i < CB_SPELLS; i++)
+        if ((cb_tls_spells_live & 1u << i) && cb_tls_spells[i].stream == stream)
+            return &cb_tls_spells[i];
+    return NULL;
+}
+
+static void spell_end(struct cb_spell *sp)
+{
+    sp->run = NULL;
+    cb_tls_spells_live &= ~(1u << (unsigned)(sp - cb_tls_spells));
+}
+
+void cb_run_spell_begin(struct cb_run *run, unsigned copies, int why, int segment, uintptr_t host_alloc,
+                        uintptr_t upload)
+{
+    struct cb_spell *sp = spell_of(run->key.stream);
+    if (!copies || run->key.owner || run->facts.legacy || run->facts.ptds || run->pace.slow ||
+        atomic_load_explicit(&run->holds, memory_order_relaxed)) {
+        if (sp)
+            spell_end(sp);
+        return;
+    }
+    if (!sp)
+        sp = &cb_tls_spells[cb_tls_spells_next++ % CB_SPELLS];
+    *sp = (struct cb_spell){.run = run,
+                            .stream = run->key.stream,
+                            .left = copies,
+                            .removals = atomic_load_explicit(&cb_removals, memory_order_acquire),
+                            .why = why,
+                            .segment = segment,
+                            .upload = upload,
+                            .last_alloc = host_alloc};
+    cb_tls_spells_live |= 1u << (unsigned)(sp - cb_tls_spells);
+}
+
+int cb_run_spell_here(const struct cb_run_key *key, uintptr_t host_alloc, uintptr_t upload)
+{
+    struct cb_spell *sp = key->owner ? NULL : spell_of(key->stream);
+    if (!sp || !sp->left || (!sp->segment && sp->upload != upload))
+        return 0;
+    if (atomic_load_explicit(&sp->run->holds, memory_order_acquire) ||
+        atomic_load_explicit(&cb_removals, memory_order_acquire) != sp->removals || cb_runs_legacy_pending()) {
+        spell_end(sp);
+        return 0;
+    }
+    sp->left--;
+    if (sp->segment) {
+        cb_segment_spelled(&sp->run->seg, host_alloc != sp->last_alloc);
+        sp->last_alloc = host_alloc;
+    }
+    return sp->why;
+}
+
 void cb_runs_named_here(CUstream s, enum cb_stream_kind sk)
 {
+    if (CB_UNLIKELY(cb_tls_spells_live)) {
+        struct cb_spell *sp = spell_of((uintptr_t)cb_stream_handle(s, sk));
+        if (sp)
+            spell_end(sp);
+    }
     if (!cb_tls_bursts_open)
         return;
     struct cb_run_key key = cb_run_key_of(s, sk, NULL);
@@ -559,6 +646,7 @@ void cb_runs_named_here(CUstream s, enum cb_stream_kind sk)
 
 void cb_runs_all_named_here(void)
 {
+    cb_tls_spells_live = 0;
     for (unsigned i = 0; i < CB_BURST_NOTES; i++)
         cb_tls_bursts[i].named = 1;
     cb_tls_bursts_open = 0;

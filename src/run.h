@@ -69,6 +69,10 @@ struct cb_run {
      * out of the part a reused run clears, so such a write never meets that
      * clearing */
     atomic_int warm;
+    /* it holds copies, markers, a pending join or a pending error: a pass spell
+     * (cb_run_spell_here) reads it without the lock.  Written by
+     * cb_run_set_active only */
+    atomic_int holds;
     struct cb_run *next_free;     /* the store's free list */
     int live;                     /* in the table, under key (read under mu or the store lock) */
     struct cb_run_key key;
@@ -171,6 +175,30 @@ static inline int cb_run_warm(struct cb_run *run) { return atomic_load_explicit(
  * find it empty; a copy another thread queues meanwhile is not ordered with
  * this one).  1: it does. */
 int cb_run_pass_first_here(const struct cb_run_key *key);
+/* Pass spells.  A copy that passes through on a created stream because the
+ * measured choice passes its segment (pass_chosen) or because the GPU is busy
+ * (pass_busy) would take the run's lock only to find the same answer for the
+ * stream's next copies: the segment passes its `limit` copies, whatever they
+ * are; a load verdict answers the stream's next 32 questions, asked by uploads
+ * the copy kernel could take.  So the thread that passed it notes a spell: its
+ * next copies on that stream (as many as the segment or the verdict has left;
+ * for a verdict, uploads of the same tag only) pass through without the lock,
+ * while the run holds nothing (its `holds`), no run was removed since (a
+ * reused handle is another stream), and no legacy run waits (rule 3).  A call
+ * on this thread naming the stream ends the spell, as it ends the burst.
+ * Passing through is what the program would have done: a spell only decides
+ * sooner that nothing is batched.  cb_run_spell_begin (the run's lock held,
+ * after the copy passed): copies: how many may pass so (0: none); why: the
+ * reason they count under; segment: they count in the run's open PASS segment
+ * (else upload: the tag they must have, never 0).  cb_run_spell_here: upload:
+ * the copy's tag (0: not an upload the kernel could take); the reason when the
+ * copy passes by the spell, else 0. */
+void cb_run_spell_begin(struct cb_run *run, unsigned copies, int why, int segment, uintptr_t host_alloc,
+                        uintptr_t upload);
+int cb_run_spell_here(const struct cb_run_key *key, uintptr_t host_alloc, uintptr_t upload);
+extern CB_TLS unsigned cb_tls_spells_live;
+/* This thread holds a spell (asked first: nearly always no). */
+static inline int cb_run_spells_here(void) { return cb_tls_spells_live != 0; }
 /* A call on this thread names stream s (or, below, every stream): the bursts
  * this thread began there end (no run touched). */
 void cb_runs_named_here(CUstream s, enum cb_stream_kind sk);

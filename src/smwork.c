@@ -273,3 +273,10 @@ int cb_smwork_note_busy(struct cb_stream_facts *f)
     f->busy_left = CB_BUSY_REUSE;
     return f->sm_busy;
 }
+
+unsigned cb_smwork_busy_claim(struct cb_stream_facts *f)
+{
+    unsigned left = f->sm_busy ? f->busy_left : 0;
+    f->busy_left = 0;
+    return left;
+}

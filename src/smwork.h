@@ -30,6 +30,10 @@ void cb_smwork_forget_stream(CUstream s);
 int cb_smwork_may_delay(const struct cb_stream_facts *f);
 /* The same answer kept in f->sm_busy (its one writer) and returned. */
 int cb_smwork_note_busy(struct cb_stream_facts *f);
+/* After a "busy" answer: the answers the verdict has left, taken (copy.c's
+ * pass spell gives them to the stream's next copies; the question after them
+ * is asked anew). */
+unsigned cb_smwork_busy_claim(struct cb_stream_facts *f);
 void cb_smwork_atfork_child(void);
 
 #endif /* CUBATCH_SMWORK_H */

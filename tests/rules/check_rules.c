@@ -1084,6 +1084,11 @@ START_TEST(measured_choice_takes_the_cheapest_arm)
     const char *per_class[] = {"CUBATCH_ENGINE=auto", "CUSIM_COST=copy=1500,batch=2000,entry=500,alloc=3000", NULL};
     p = both("measured", per_class);
     ck_assert_str_eq(chosen_for(&p.shim, "h2d <=4K busy many-allocations long", a, sizeof a), "pass");
+    /* the stream of a pinned allocation per block (half the uploads) keeps
+     * passing: its copies' allocations are counted when they pass by a
+     * spell too (run.h), so its segments stay in their class */
+    ck_assert_msg(stat_of(&p.shim, "pass_chosen") * 10 > stat_of(&p.shim, "copies_h2d") * 4, "pass_chosen = %ld of %ld",
+                  stat_of(&p.shim, "pass_chosen"), stat_of(&p.shim, "copies_h2d"));
     chosen_for(&p.shim, "h2d <=4K busy few-allocations long", b, sizeof b);
     ck_assert_msg(!strcmp(b, "batch") || !strcmp(b, "overlap"), "one buffer: %s", b);
     pair_free(&p);
@@ -1141,6 +1146,33 @@ START_TEST(a_load_verdict_is_asked_again)
                   stat_of(&p.shim, "pass_busy"), p.shim.stats);
     STAT_EQ(p.shim, "load_queries", 3); /* found running twice, then finished */
     STAT_GE(p.shim, "kernel_launches", 1);
+    pair_free(&p);
+}
+END_TEST
+
+/* Pass spells (run.h): uploads beside busy compute pass without the run's
+ * lock once one passed, but never ahead of a copy queued on their stream. */
+START_TEST(a_pass_spell_follows_what_its_stream_queued)
+{
+    const char *fixed[] = {"CUBATCH_ENGINE=auto", "CUBATCH_PIPELINE=1", "CUBATCH_MEASURE=0", NULL};
+    struct pair p = both("spell_queued", fixed);
+    STAT_GE(p.shim, "pass_spelled", 16);
+    /* the download is no upload: queued while the spell held, it goes out
+     * before the upload that reads what it writes */
+    STAT_GE(p.shim, "flush_hazard", 1);
+    /* the query named the stream: the spell ended with the burst, and the
+     * next upload begins a new one */
+    STAT_EQ(p.shim, "pass_first", 2);
+    pair_free(&p);
+    const char *shipped[] = {"CUBATCH_ENGINE=auto", "CUBATCH_PIPELINE=1", NULL};
+    p = both("spell_queued", shipped);
+    pair_free(&p);
+    /* the measured choice passing its segments: nearly all by spells, and what
+     * it measures is the same (measured_choice_takes_the_cheapest_arm) */
+    const char *pass_wins[] = {"CUBATCH_ENGINE=auto", "CUSIM_COST=copy=1000,batch=20000,entry=2000", NULL};
+    p = both("measured", pass_wins);
+    ck_assert_msg(stat_of(&p.shim, "pass_spelled") * 10 > stat_of(&p.shim, "pass_chosen") * 8,
+                  "pass_spelled = %ld of %ld", stat_of(&p.shim, "pass_spelled"), stat_of(&p.shim, "pass_chosen"));
     pair_free(&p);
 }
 END_TEST
@@ -2008,6 +2040,7 @@ int main(void)
                                    kernel_only_where_it_may_touch_the_memory, refused_launch_is_replayed, kernel_chunks_grow)},
         {"beside_compute", TH_TESTS(measured_choice_takes_the_cheapest_arm, host_copies_avoid_a_busy_gpu,
                                     finished_compute_lets_the_kernel_take_them, a_load_verdict_is_asked_again,
+                                    a_pass_spell_follows_what_its_stream_queued,
                                     compute_that_leaves_room_or_would_be_waited_for)},
         {"two_devices", TH_TESTS(two_devices_skip_on_one, two_devices_streams_and_switches,
                                  two_devices_peer_copies_pass_through, two_devices_context_synchronize_of_one,

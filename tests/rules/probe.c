@@ -1654,6 +1654,32 @@ static void sc_sm_busy_ends(void)
     CK(cuStreamSynchronize(a));
 }
 
+/* Pass spells (run.h): beside compute filling the GPU, uploads pass through,
+ * the stream's later ones by the thread's spell.  A download queued on the
+ * stream meanwhile (not an upload: deferred) must go before the next upload,
+ * which reads what it writes; and a call naming the stream ends the spell. */
+static void sc_spell_queued(void)
+{
+    enum { NB = 64 };
+    CUfunction f = compute_fn();
+    CUstream a = mkstream(CU_STREAM_NON_BLOCKING), b = mkstream(CU_STREAM_NON_BLOCKING);
+    unsigned char *in = pinned(NB * SZ), *back = pinned(SZ), *out = pinned(2 * SZ);
+    fill(in, NB * SZ, 53);
+    memset(back, 0, SZ);
+    CUdeviceptr d = devmem(NB * SZ), d2 = devmem(2 * SZ);
+    compute(f, a, 8, 1u << 30);
+    for (int i = 0; i < NB; i++)
+        CK(cuMemcpyHtoDAsync_v2(d + (size_t)i * SZ, in + (size_t)i * SZ, SZ, b));
+    CK(cuMemcpyDtoHAsync_v2(back, d + 5 * SZ, SZ, b));
+    CK(cuMemcpyHtoDAsync_v2(d2, back, SZ, b));
+    (void)cuStreamQuery(b); /* names the stream: the spell ends */
+    CK(cuMemcpyHtoDAsync_v2(d2 + SZ, in + 6 * SZ, SZ, b));
+    CK(cuStreamSynchronize(b));
+    CK(cuMemcpyDtoH_v2(out, d2, 2 * SZ));
+    expect("an upload after a queued download", out, in + 5 * SZ, 2 * SZ);
+    CK(cuStreamSynchronize(a));
+}
+
 /* The measured choice before it has measured anything: compute fills the GPU
  * from another stream, and a small grid on the copies' own stream holds back
  * everything behind it (cubatch's timing events too) for 40 queries.  Sixteen
@@ -3100,7 +3126,7 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"sm_busy_legacy", sc_sm_busy_legacy}, {"sm_legacy_compute", sc_sm_legacy_compute},
     {"sm_destroyed", sc_sm_destroyed}, {"measured", sc_measured},
     {"sm_busy_later", sc_sm_busy_later}, {"sm_busy_ends", sc_sm_busy_ends},
-    {"measured_unsampled", sc_measured_unsampled},
+    {"measured_unsampled", sc_measured_unsampled}, {"spell_queued", sc_spell_queued},
     {"marker_sync", sc_marker_sync},   {"marker_two", sc_marker_two},     {"marker_query", sc_marker_query},
     {"marker_elapsed_end", sc_marker_elapsed_end}, {"marker_elapsed_start", sc_marker_elapsed_start},
     {"marker_wait", sc_marker_wait},   {"marker_destroy", sc_marker_destroy}, {"marker_rerecord", sc_marker_rerecord},
