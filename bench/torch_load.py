@@ -16,8 +16,11 @@ Under LD_PRELOAD=libcubatch.so each round times three variants inside the one
 process in a rotating order, cubatch on, off and off again (off2), through
 cubatch_set_enabled, so process-to-process noise cancels: off/on is the
 speedup and off/off2 the A/A spread, each the median over rounds of the
-per-round ratios (with their minimum and maximum).  Without the preload (or
-without that symbol) every round runs as it is; compare processes then.
+per-round ratios (with their minimum and maximum).  Each variant's issue time
+(the copy calls alone, before the synchronize) is printed too: where the
+copies keep up with the program, on minus off is what cubatch's own work adds.
+Without the preload (or without that symbol) every round runs as it is;
+compare processes then.
 
 Usage: torch_load.py [--rounds 9] [--gemms 8] [--n 8192] [--json]
 Prints one line per case and load."""
@@ -58,8 +61,11 @@ def case_foreach(n, nbytes, h2d):
     dst = tensors(n, nbytes, "dev" if h2d else "host")
     def run():
         with torch.cuda.stream(side):
+            t0 = time.perf_counter()
             torch._foreach_copy_(dst, src, non_blocking=True)
+            issued = time.perf_counter() - t0
         side.synchronize()
+        return issued
     def check():
         return all(torch.equal(d.cpu(), s.cpu()) for d, s in zip(dst[:4], src[:4]))
     return run, check
@@ -68,9 +74,12 @@ def case_loop(n, nbytes):
     src, dst = tensors(n, nbytes, "host"), tensors(n, nbytes, "dev")
     def run():
         with torch.cuda.stream(side):
+            t0 = time.perf_counter()
             for d, s in zip(dst, src):
                 d.copy_(s, non_blocking=True)
+            issued = time.perf_counter() - t0
         side.synchronize()
+        return issued
     def check():
         return all(torch.equal(d.cpu(), s) for d, s in zip(dst[:4], src[:4]))
     return run, check
@@ -93,10 +102,10 @@ def one(run, load):
         e1.record()
         time.sleep(0.002)  # the products hold the GPU
     t0 = time.perf_counter()
-    run()
+    issued = run()
     t = (time.perf_counter() - t0) * 1e3
     torch.cuda.synchronize()
-    return t, (e0.elapsed_time(e1) if load else 0.0)
+    return t, (e0.elapsed_time(e1) if load else 0.0), issued * 1e3
 
 results = []
 wanted = [c for c in args.cases.split(",") if c]
@@ -112,6 +121,7 @@ for name, (run, check) in cases.items():
         # again, timed apart: off/off2 is the noise floor (A/A).
         t = {v: [] for v in variants}
         g = {v: [] for v in variants}
+        iss = {v: [] for v in variants}
         for r in range(args.rounds):
             order = variants[r % len(variants):] + variants[:r % len(variants)]
             for v in order:
@@ -120,16 +130,18 @@ for name, (run, check) in cases.items():
                 reps = [one(run, load) for _ in range(5)]
                 t[v].append(statistics.median(x[0] for x in reps))
                 g[v].append(statistics.median(x[1] for x in reps))
+                iss[v].append(statistics.median(x[2] for x in reps))
         if set_enabled:
             set_enabled(1)
         ok = check()
         med = statistics.median
         row = {"case": name, "load": "gemm" if load else "idle", "on_ms": med(t["on"]), "ok": ok,
-               "gemm_on_ms": med(g["on"]), "inprocess": set_enabled is not None, "rounds": args.rounds}
+               "gemm_on_ms": med(g["on"]), "issue_on_ms": med(iss["on"]), "inprocess": set_enabled is not None, "rounds": args.rounds}
         if set_enabled:
             sp = [o / n for o, n in zip(t["off"], t["on"])]
             aa = [o / o2 for o, o2 in zip(t["off"], t["off2"])]
             row.update({"off_ms": med(t["off"]), "off2_ms": med(t["off2"]), "gemm_off_ms": med(g["off"]),
+                        "issue_off_ms": med(iss["off"]), "issue_off2_ms": med(iss["off2"]),
                         "speedup": med(sp), "speedup_min": min(sp), "speedup_max": max(sp),
                         "aa": med(aa), "aa_min": min(aa), "aa_max": max(aa)})
         results.append(row)
@@ -139,7 +151,8 @@ for name, (run, check) in cases.items():
             print(f"{name:22s} {row['load']:5s} on {row['on_ms']:.3f} ms  off {row['off_ms']:.3f} ms  "
                   f"off/on {row['speedup']:.2f} ({row['speedup_min']:.2f}-{row['speedup_max']:.2f})  "
                   f"A/A {row['aa']:.2f} ({row['aa_min']:.2f}-{row['aa_max']:.2f})  "
-                  f"gemm on/off {row['gemm_on_ms']:.2f}/{row['gemm_off_ms']:.2f} ms  ok={ok}")
+                  f"gemm on/off {row['gemm_on_ms']:.2f}/{row['gemm_off_ms']:.2f} ms  "
+                  f"issue on/off/off2 {row['issue_on_ms']:.3f}/{row['issue_off_ms']:.3f}/{row['issue_off2_ms']:.3f} ms  ok={ok}")
         else:
             print(f"{name:22s} {row['load']:5s} {row['on_ms']:.3f} ms  ok={ok}")
         sys.stdout.flush()
