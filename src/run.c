@@ -43,7 +43,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* Adaptive: a thread that finds one taken spins briefly before sleeping, as the
  * holder is usually done within a microsecond. */

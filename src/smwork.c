@@ -193,7 +193,8 @@ static int would_wait_anyway(const struct cb_busy *b, const struct cb_stream_fac
     return (f->blocking || f->ptds) && b->stream == (uintptr_t)CU_STREAM_LEGACY;
 }
 
-int cb_smwork_may_delay(const struct cb_stream_facts *f)
+/* The verdict itself, asked anew (smwork.h: cb_smwork_note_busy). */
+static int may_delay(const struct cb_stream_facts *f)
 {
     if (!atomic_load_explicit(&cb_busy_any, memory_order_relaxed))
         return 0;
@@ -268,7 +269,7 @@ int cb_smwork_note_busy(struct cb_stream_facts *f)
         f->busy_left--;
         return f->sm_busy;
     }
-    f->sm_busy = cb_smwork_may_delay(f);
+    f->sm_busy = may_delay(f);
     f->busy_gen = gen; /* read before the list: a change meanwhile is asked again next time */
     f->busy_left = CB_BUSY_REUSE;
     return f->sm_busy;

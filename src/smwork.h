@@ -25,10 +25,10 @@ void cb_smwork_ctx_synced(CUcontext ctx);
 void cb_smwork_forget_stream(CUstream s);
 /* Before a run of f's stream goes out, with f->ctx current: 1 when another
  * stream of the context may still be running such work that the run's copies
- * would not have waited for without cubatch.  Asks the driver about each
- * counted stream (one query each) and forgets those found idle. */
-int cb_smwork_may_delay(const struct cb_stream_facts *f);
-/* The same answer kept in f->sm_busy (its one writer) and returned. */
+ * would not have waited for without cubatch (asking the driver about each
+ * counted stream, one query each, and forgetting those found idle).  The
+ * answer is kept in f->sm_busy (its one writer), and a kept answer is given
+ * again while it holds (smwork.c). */
 int cb_smwork_note_busy(struct cb_stream_facts *f);
 /* After a "busy" answer: the answers the verdict has left, taken (copy.c's
  * pass spell gives them to the stream's next copies; the question after them
