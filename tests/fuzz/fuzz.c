@@ -1514,6 +1514,26 @@ static void generate(uint64_t seed, int len)
                     burst = 2 + (int)rn(60);
                     bi = 0;
                     bt.val = (unsigned)rn(3); /* 0 same offsets both sides, 1 shifted, 2 reversed */
+                    if (pct(30) && g_nops < MAXOPS - 3) {
+                        /* compute filling the GPU on another stream first, and the
+                         * burst made uploads from pinned memory where there is some:
+                         * its copies meet rule 12 and the measured choice, and pass on
+                         * spells when they pass (seed_env's CUSIM_COST, CUBATCH_MEASURE) */
+                        int dv = -1, hs = -1;
+                        for (int i = 0; i < NSLOT; i++) {
+                            if (g_m.live[i] && g_m.kind[i] == K_DEV && (dv < 0 || pct(50)))
+                                dv = i;
+                            if (g_m.live[i] && (g_m.kind[i] == K_PIN || g_m.kind[i] == K_HA) && (hs < 0 || pct(50)))
+                                hs = i;
+                        }
+                        if (dv >= 0 && hs >= 0 && g_m.size[dv] >= 2 * bt.n && g_m.size[hs] >= 2 * bt.n && pct(70))
+                            bt.a = dv, bt.b = hs, bt.ao = bt.bo = 0, bt.api = pct(50) ? 1 : 0;
+                        gen_kernel(o, pick_other(&vw, bt.s, &last));
+                        o->grid = 4096, o->block = 256, o->val = 1u << 20;
+                        if (try_op(o) == 0)
+                            g_nops++;
+                        continue;
+                    }
                 }
             }
         }
@@ -2304,6 +2324,15 @@ static int seed_env(uint64_t seed, char env[][96], int max)
         if (flush_us == 1000000)
             snprintf(env[flush], 96, "CUBATCH_FLUSH_US=%u", fl[3 + rn(3)]);
     }
+    /* The measured choice's arms (docs/design.md section 5): batches that cost the
+     * simulated GPU more than the copies they carry make the pass arm win, and its
+     * copies pass on their thread's spells; with the choice off, uploads beside a
+     * filling kernel pass on the load verdict's spells (both runs get the cost:
+     * it moves only the simulated clock). */
+    if (pct(20))
+        snprintf(env[k++], 96, "CUSIM_COST=copy=1000,batch=20000,entry=2000");
+    else if (pct(15))
+        snprintf(env[k++], 96, "CUBATCH_MEASURE=0");
     (void)max;
     rng_state = save;
     return k;
