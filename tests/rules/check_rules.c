@@ -1167,6 +1167,13 @@ START_TEST(a_pass_spell_follows_what_its_stream_queued)
     const char *shipped[] = {"CUBATCH_ENGINE=auto", "CUBATCH_PIPELINE=1", NULL};
     p = both("spell_queued", shipped);
     pair_free(&p);
+    /* the download queued by another thread while this one holds a spell */
+    p = both("spell_thread", fixed);
+    STAT_GE(p.shim, "pass_spelled", 16);
+    STAT_GE(p.shim, "flush_hazard", 1);
+    pair_free(&p);
+    p = both("spell_thread", shipped);
+    pair_free(&p);
     /* the measured choice passing its segments: nearly all by spells, and what
      * it measures is the same (measured_choice_takes_the_cheapest_arm) */
     const char *pass_wins[] = {"CUBATCH_ENGINE=auto", "CUSIM_COST=copy=1000,batch=20000,entry=2000", NULL};

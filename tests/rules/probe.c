@@ -1680,6 +1680,39 @@ static void sc_spell_queued(void)
     CK(cuStreamSynchronize(a));
 }
 
+/* ... the download queued by another thread, joined before the next upload:
+ * the spell this thread holds must see the stream's run hold it. */
+struct spell_other { CUstream s; unsigned char *back; CUdeviceptr from; };
+static void *spell_other_download(void *arg)
+{
+    struct spell_other *o = arg;
+    CK(cuCtxSetCurrent(g_ctx));
+    CK(cuMemcpyDtoHAsync_v2(o->back, o->from, SZ, o->s));
+    return NULL;
+}
+static void sc_spell_thread(void)
+{
+    enum { NB = 64 };
+    CUfunction f = compute_fn();
+    CUstream a = mkstream(CU_STREAM_NON_BLOCKING), b = mkstream(CU_STREAM_NON_BLOCKING);
+    unsigned char *in = pinned(NB * SZ), *back = pinned(SZ), *out = pinned(SZ);
+    fill(in, NB * SZ, 54);
+    memset(back, 0, SZ);
+    CUdeviceptr d = devmem(NB * SZ), d2 = devmem(SZ);
+    compute(f, a, 8, 1u << 30);
+    for (int i = 0; i < NB; i++)
+        CK(cuMemcpyHtoDAsync_v2(d + (size_t)i * SZ, in + (size_t)i * SZ, SZ, b));
+    struct spell_other o = {b, back, d + 9 * SZ};
+    pthread_t th;
+    pthread_create(&th, NULL, spell_other_download, &o);
+    pthread_join(th, NULL);
+    CK(cuMemcpyHtoDAsync_v2(d2, back, SZ, b));
+    CK(cuStreamSynchronize(b));
+    CK(cuMemcpyDtoH_v2(out, d2, SZ));
+    expect("an upload after another thread's queued download", out, in + 9 * SZ, SZ);
+    CK(cuStreamSynchronize(a));
+}
+
 /* The measured choice before it has measured anything: compute fills the GPU
  * from another stream, and a small grid on the copies' own stream holds back
  * everything behind it (cubatch's timing events too) for 40 queries.  Sixteen
@@ -3127,6 +3160,7 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"sm_destroyed", sc_sm_destroyed}, {"measured", sc_measured},
     {"sm_busy_later", sc_sm_busy_later}, {"sm_busy_ends", sc_sm_busy_ends},
     {"measured_unsampled", sc_measured_unsampled}, {"spell_queued", sc_spell_queued},
+    {"spell_thread", sc_spell_thread},
     {"marker_sync", sc_marker_sync},   {"marker_two", sc_marker_two},     {"marker_query", sc_marker_query},
     {"marker_elapsed_end", sc_marker_elapsed_end}, {"marker_elapsed_start", sc_marker_elapsed_start},
     {"marker_wait", sc_marker_wait},   {"marker_destroy", sc_marker_destroy}, {"marker_rerecord", sc_marker_rerecord},
