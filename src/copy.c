@@ -52,16 +52,23 @@ static enum cb_stat_id memory_verdict(const struct cb_copy_req *rq, enum cb_dire
 
 /* ---- deferring ------------------------------------------------------------------ */
 
-/* May the copy kernel execute this copy on the run's stream?  Both sides are
- * memory its context's kernels may touch at these addresses (classify.c), and
- * with CUBATCH_ENGINE=auto the copy is small enough for the kernel to pay over
- * the copy engines. */
-static int kernel_may(const struct cb_copy_req *rq, const struct cb_run *run)
+/* May the copy kernel execute this copy on a stream of context ctx?  Both
+ * sides are memory that context's kernels may touch at these addresses
+ * (classify.c), and with CUBATCH_ENGINE=auto the copy is small enough for the
+ * kernel to pay over the copy engines. */
+static int kernel_may_in(const struct cb_copy_req *rq, CUcontext ctx)
 {
-    CUcontext ctx = run->facts.ctx;
     return cb_kernel_usable && ctx && rq->dcls.kctx == ctx && rq->scls.kctx == ctx &&
            (cb_opt(CB_OPT_engine) == CB_ENGINE_KERNEL || rq->bytes <= CB_KERNEL_AUTO_MAX);
 }
+/* ... on the run's stream. */
+static int kernel_may(const struct cb_copy_req *rq, const struct cb_run *run)
+{
+    return kernel_may_in(rq, run->facts.ctx);
+}
+
+/* From pinned host memory to the device (or managed memory). */
+static int upload(const struct cb_copy_req *rq) { return rq->scls.kind == CB_MEM_HOST && rq->dcls.kind != CB_MEM_HOST; }
 
 /* Rule 12 for host-to-device copies: while another stream may be running a
  * kernel that fills the GPU, they pass through as the program issued them.  The
@@ -72,7 +79,7 @@ static int kernel_may(const struct cb_copy_req *rq, const struct cb_run *run)
  * per busy stream every 200 us: smwork.c). */
 static int busy_upload(const struct cb_copy_req *rq, struct cb_run *run)
 {
-    if (!run->facts.sm_busy || rq->scls.kind != CB_MEM_HOST || rq->dcls.kind == CB_MEM_HOST || !kernel_may(rq, run))
+    if (!run->facts.sm_busy || !upload(rq) || !kernel_may(rq, run))
         return 0;
     return cb_smwork_note_busy(&run->facts);
 }
@@ -81,11 +88,7 @@ static int busy_upload(const struct cb_copy_req *rq, struct cb_run *run)
  * context it names (a pass spell's uploads share it); 0: any other copy. */
 static uintptr_t upload_tag(const struct cb_copy_req *rq)
 {
-    CUcontext ctx = rq->dcls.kctx;
-    if (rq->scls.kind != CB_MEM_HOST || rq->dcls.kind == CB_MEM_HOST || !cb_kernel_usable || !ctx ||
-        rq->scls.kctx != ctx || (cb_opt(CB_OPT_engine) != CB_ENGINE_KERNEL && rq->bytes > CB_KERNEL_AUTO_MAX))
-        return 0;
-    return (uintptr_t)ctx;
+    return upload(rq) && kernel_may_in(rq, rq->dcls.kctx) ? (uintptr_t)rq->dcls.kctx : 0;
 }
 
 /* The allocation of the copy's host side (its end: classify.c), which the

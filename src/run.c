@@ -91,7 +91,7 @@ static CB_TLS unsigned cb_tls_bursts_next, cb_tls_bursts_open, cb_tls_bursts_las
  * removed so far: a spell holds while none is (a run is removed with its
  * stream, and a new stream may come back with the same handle). */
 struct cb_spell {
-    struct cb_run *run;   /* NULL: none (never freed: this file's header) */
+    struct cb_run *run;   /* while its bit of cb_tls_spells_live is set (never freed: this file's header) */
     uintptr_t stream;     /* the run's key (a created stream: no owner) */
     unsigned left;        /* copies it may still pass */
     unsigned removals;    /* cb_removals when it began */
@@ -576,7 +576,6 @@ static struct cb_spell *spell_of(uintptr_t stream)
 
 static void spell_end(struct cb_spell *sp)
 {
-    sp->run = NULL;
     cb_tls_spells_live &= ~(1u << (unsigned)(sp - cb_tls_spells));
 }
 
@@ -584,7 +583,8 @@ void cb_run_spell_begin(struct cb_run *run, unsigned copies, int why, int segmen
                         uintptr_t upload)
 {
     struct cb_spell *sp = spell_of(run->key.stream);
-    if (!copies || run->key.owner || run->facts.legacy || run->facts.ptds || run->pace.slow ||
+    /* a created stream's key has no owner (a legacy or per-thread one has) */
+    if (!copies || run->key.owner || run->pace.slow ||
         atomic_load_explicit(&run->holds, memory_order_relaxed)) {
         if (sp)
             spell_end(sp);
