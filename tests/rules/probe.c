@@ -1658,18 +1658,25 @@ static void sc_sm_busy_ends(void)
  * the stream's later ones by the thread's spell.  A download queued on the
  * stream meanwhile (not an upload: deferred) must go before the next upload,
  * which reads what it writes; and a call naming the stream ends the spell. */
+/* Compute filling the GPU on a new stream (*a), then NB uploads of in's blocks
+ * to d on stream b: once one passed, the later ones pass on the spell. */
+enum { SPELL_NB = 64 };
+static void spell_uploads(CUstream *a, CUstream b, unsigned char *in, unsigned seed, CUdeviceptr d)
+{
+    CUfunction f = compute_fn();
+    *a = mkstream(CU_STREAM_NON_BLOCKING);
+    fill(in, SPELL_NB * SZ, seed);
+    compute(f, *a, 8, 1u << 30);
+    for (int i = 0; i < SPELL_NB; i++)
+        CK(cuMemcpyHtoDAsync_v2(d + (size_t)i * SZ, in + (size_t)i * SZ, SZ, b));
+}
 static void sc_spell_queued(void)
 {
-    enum { NB = 64 };
-    CUfunction f = compute_fn();
-    CUstream a = mkstream(CU_STREAM_NON_BLOCKING), b = mkstream(CU_STREAM_NON_BLOCKING);
-    unsigned char *in = pinned(NB * SZ), *back = pinned(SZ), *out = pinned(2 * SZ);
-    fill(in, NB * SZ, 53);
+    CUstream a, b = mkstream(CU_STREAM_NON_BLOCKING);
+    unsigned char *in = pinned(SPELL_NB * SZ), *back = pinned(SZ), *out = pinned(2 * SZ);
     memset(back, 0, SZ);
-    CUdeviceptr d = devmem(NB * SZ), d2 = devmem(2 * SZ);
-    compute(f, a, 8, 1u << 30);
-    for (int i = 0; i < NB; i++)
-        CK(cuMemcpyHtoDAsync_v2(d + (size_t)i * SZ, in + (size_t)i * SZ, SZ, b));
+    CUdeviceptr d = devmem(SPELL_NB * SZ), d2 = devmem(2 * SZ);
+    spell_uploads(&a, b, in, 53, d);
     CK(cuMemcpyDtoHAsync_v2(back, d + 5 * SZ, SZ, b));
     CK(cuMemcpyHtoDAsync_v2(d2, back, SZ, b));
     (void)cuStreamQuery(b); /* names the stream: the spell ends */
@@ -1692,16 +1699,11 @@ static void *spell_other_download(void *arg)
 }
 static void sc_spell_thread(void)
 {
-    enum { NB = 64 };
-    CUfunction f = compute_fn();
-    CUstream a = mkstream(CU_STREAM_NON_BLOCKING), b = mkstream(CU_STREAM_NON_BLOCKING);
-    unsigned char *in = pinned(NB * SZ), *back = pinned(SZ), *out = pinned(SZ);
-    fill(in, NB * SZ, 54);
+    CUstream a, b = mkstream(CU_STREAM_NON_BLOCKING);
+    unsigned char *in = pinned(SPELL_NB * SZ), *back = pinned(SZ), *out = pinned(SZ);
     memset(back, 0, SZ);
-    CUdeviceptr d = devmem(NB * SZ), d2 = devmem(SZ);
-    compute(f, a, 8, 1u << 30);
-    for (int i = 0; i < NB; i++)
-        CK(cuMemcpyHtoDAsync_v2(d + (size_t)i * SZ, in + (size_t)i * SZ, SZ, b));
+    CUdeviceptr d = devmem(SPELL_NB * SZ), d2 = devmem(SZ);
+    spell_uploads(&a, b, in, 54, d);
     struct spell_other o = {b, back, d + 9 * SZ};
     pthread_t th;
     pthread_create(&th, NULL, spell_other_download, &o);
