@@ -118,6 +118,24 @@ static enum cb_arm choose(const struct cb_copy_req *rq, struct cb_run *run)
     return arm;
 }
 
+/* ---- the legacy stream ----------------------------------------------------------- */
+
+/* Rule 3: the batch API refuses the legacy stream, so copies there are
+ * deferred only into runs of the copy kernel, and never while a stream is
+ * being captured: a launch on the legacy stream then would break that capture. */
+static int legacy_deferrable(void)
+{
+    return cb_kernel_usable && !cb_captures_active() && cb_drv.cuCtxGetCurrent;
+}
+
+/* Each legacy stream is its context's: its run is keyed by the current one,
+ * asked only when a run is looked up (a lone copy passes on its thread's note
+ * without it: defer()).  0: the thread has no current context. */
+static int legacy_ctx(struct cb_copy_req *rq)
+{
+    return rq->ctx || (cb_drv.cuCtxGetCurrent(&rq->ctx) == CUDA_SUCCESS && rq->ctx);
+}
+
 /* Rule 13: no legacy run may be pending while a capture runs (a launch on the
  * legacy stream, or a question about a capturing stream that the legacy run's
  * rule-3 ordering asks, would invalidate it).  legacy_deferrable() found no
@@ -169,11 +187,20 @@ static int defer(struct cb_copy_req *rq, CUresult *rc)
     /* the first copy after a call on this thread named the stream, the common
      * case of a lone copy: decided from this thread's note, without the run,
      * while no run anywhere holds anything (a per-thread stream's run may hold
-     * a fence to give back: run.c's note_fast) */
+     * a fence to give back: run.c's note_fast).  A legacy copy's context is
+     * not asked yet: any context's note will do (run.h). */
     if (rq->sk != CB_SK_PER_THREAD && !cb_runs_active() && !cb_flush_closed() && !cb_flush_paused() &&
         cb_run_pass_first_here(&key)) {
         CB_COUNT(pass_first);
         return 0;
+    }
+    if (rq->sk == CB_SK_LEGACY) {
+        if (!legacy_ctx(rq)) { /* no current context: the driver says what it says */
+            CB_COUNT(pass_legacy);
+            *rc = cb_flush_legacy(); /* rule 3 */
+            return 0;
+        }
+        key = cb_run_key_of(rq->stream, rq->sk, rq->ctx);
     }
     /* Whatever happens to this copy, it follows what rule 3 orders it after:
      * other streams' runs, flushed before this one's lock is taken (run.c). */
@@ -223,7 +250,7 @@ static int defer(struct cb_copy_req *rq, CUresult *rc)
     }
     if (run->q.n > 0 && cb_run_hazard(run, rq))
         *rc = cb_first_error(*rc, cb_flush_run(run, CB_WHY_flush_hazard));
-    if (run->q.n > 0 && (run->facts.ptds || run->facts.legacy)) {
+    if (run->q.n > 0 && run->facts.ptds) { /* (a legacy run is keyed by the current context) */
         CUcontext cur = NULL;
         if (cb_drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != run->facts.ctx)
             *rc = cb_first_error(*rc, cb_flush_run(run, CB_WHY_flush_stream)); /* the thread switched context */
@@ -301,16 +328,6 @@ pass:
     return 0;
 }
 
-/* The legacy stream (rule 3): the batch API refuses it, so copies there are
- * deferred only into runs of the copy kernel, and never while a stream is
- * being captured: a launch on the legacy stream then would break that capture.
- * Each legacy stream is its context's: the run is keyed by the current one. */
-static int legacy_deferrable(struct cb_copy_req *rq)
-{
-    return cb_kernel_usable && !cb_captures_active() && cb_drv.cuCtxGetCurrent &&
-           cb_drv.cuCtxGetCurrent(&rq->ctx) == CUDA_SUCCESS && rq->ctx;
-}
-
 /* ---- the decision ------------------------------------------------------------------ */
 
 static CUresult copy_one(int hook, int ptsz, enum cb_direction entry_dir, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
@@ -334,7 +351,7 @@ static CUresult copy_one(int hook, int ptsz, enum cb_direction entry_dir, CUdevi
     rq.ctx = NULL;
     rq.kernel_ok = 0;
     rq.sk = cb_stream_kind(stream, ptsz);
-    if (rq.sk == CB_SK_LEGACY && !legacy_deferrable(&rq)) {
+    if (rq.sk == CB_SK_LEGACY && !legacy_deferrable()) {
         /* Rule 3: it waits for every blocking stream, so their runs go first. */
         cb_bump(&t->v[CB_ST_pass_legacy], 1);
         cb_bump(&t->v[CB_ST_copies_unknown], 1);
@@ -362,6 +379,8 @@ static CUresult copy_one(int hook, int ptsz, enum cb_direction entry_dir, CUdevi
              * is unobservable unless their ranges overlap (rule 5): only then must
              * the run go first.  Interleaved copies of both kinds keep batching. */
             cb_bump(&t->v[bytes > cb_opt(CB_OPT_max_copy) ? CB_ST_pass_size : CB_ST_pass_policy], 1);
+            if (rq.sk == CB_SK_LEGACY)
+                (void)legacy_ctx(&rq); /* its run (none without a context: the driver refuses the copy) */
             return cb_issue_ahead_of_run(&rq);
         }
         CUresult rc = CUDA_SUCCESS;

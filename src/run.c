@@ -85,6 +85,7 @@ struct cb_burst_note {
 };
 static CB_TLS struct cb_burst_note cb_tls_bursts[CB_BURST_NOTES];
 static CB_TLS unsigned cb_tls_bursts_next, cb_tls_bursts_open, cb_tls_bursts_last;
+static CB_TLS unsigned cb_tls_bursts_legacy; /* notes of a legacy stream (one per context) */
 
 /* This thread's pass spells (run.h): one per stream its copies last passed on
  * (a thread may alternate between streams, one per direction, say).  Runs
@@ -518,6 +519,8 @@ void cb_run_burst_begins(struct cb_run *run)
         n = &cb_tls_bursts[cb_tls_bursts_last];
         if (n->stream && !n->named)
             cb_tls_bursts_open--; /* pushed out: that burst ends at its run's flush */
+        cb_tls_bursts_legacy -= n->stream == (uintptr_t)CU_STREAM_LEGACY;
+        cb_tls_bursts_legacy += run->key.stream == (uintptr_t)CU_STREAM_LEGACY;
         *n = (struct cb_burst_note){run->key.stream, run->key.owner, 1, 0, NULL};
     }
     n->fast = note_fast(run);
@@ -544,11 +547,24 @@ int cb_run_in_burst(struct cb_run *run)
     return 1;
 }
 
+/* The note of the legacy stream while this thread has noted one context's
+ * only; NULL with none, or with two (the caller asks which is current). */
+static struct cb_burst_note *legacy_note(void)
+{
+    if (cb_tls_bursts_legacy != 1)
+        return NULL;
+    for (unsigned i = 0, k = cb_tls_bursts_last; i < CB_BURST_NOTES; i++, k = (k + 1) % CB_BURST_NOTES)
+        if (cb_tls_bursts[k].stream == (uintptr_t)CU_STREAM_LEGACY)
+            return &cb_tls_bursts[k];
+    return NULL;
+}
+
 int cb_run_pass_first_here(const struct cb_run_key *key)
 {
     if (!cb_tls_bursts[cb_tls_bursts_last].stream)
         return 0; /* no note at all */
-    struct cb_burst_note *n = burst_note(key->stream, key->owner);
+    int any_context = key->stream == (uintptr_t)CU_STREAM_LEGACY && !key->owner;
+    struct cb_burst_note *n = any_context ? legacy_note() : burst_note(key->stream, key->owner);
     if (!n || !n->named || !n->fast)
         return 0;
     n->named = 0;

@@ -173,7 +173,12 @@ static inline int cb_run_warm(struct cb_run *run) { return atomic_load_explicit(
  * passes through.  Asked only while no run anywhere holds anything
  * (!cb_runs_active(): so neither does this stream's, and the run's lock would
  * find it empty; a copy another thread queues meanwhile is not ordered with
- * this one).  1: it does. */
+ * this one).  A legacy key may leave its context out (owner 0): while the
+ * thread has noted one context's legacy stream only, that note answers (0
+ * with two: the caller asks for the context).  Passing through is right on
+ * any stream while nothing is held; the note only says a burst begins, so
+ * another context's (the thread switched since) at worst passes one copy
+ * more.  1: it does. */
 int cb_run_pass_first_here(const struct cb_run_key *key);
 /* Pass spells.  A copy that passes through on a created stream because the
  * measured choice passes its segment (pass_chosen) or because the GPU is busy

@@ -1290,6 +1290,23 @@ START_TEST(kernel_batches_the_legacy_stream)
 }
 END_TEST
 
+START_TEST(legacy_runs_keep_their_context)
+{
+    /* one thread, two contexts: a legacy run is keyed by the context current
+     * at the copy (asked after the lone-copy note, which any context's may
+     * answer); keyed by another, its copies would run in the wrong context */
+    struct pair p = both("legacy_two_contexts", kernel_engine);
+    STAT_EQ(p.shim, "pass_legacy", 0);
+    STAT_GE(p.shim, "legacy_runs", 8); /* each context's bursts, in its own runs */
+    /* passed first: the first lone copy; each of the 8 bursts' first copy; and
+     * the second copy of the first burst in the created context, whose first
+     * passed on the primary context's note (the only one the thread had) */
+    STAT_EQ(p.shim, "pass_first", 1 + 8 + 1);
+    STAT_EQ(p.shim, "deferred", 8 * 2 * 64 + 8 - 10);
+    pair_free(&p);
+}
+END_TEST
+
 START_TEST(legacy_runs_go_before_blocking_work)
 {
     /* rule 3 both ways: blocking runs before legacy work (legacy), and legacy
@@ -2041,7 +2058,7 @@ int main(void)
                              waits_ride_until_the_waiting_stream_is_named,
                              set_enabled_flushes_then_passes_through,
                              program_flush_submits_at_the_call)},
-        {"kernel_engine", TH_TESTS(kernel_runs_the_runs, kernel_keeps_every_rule, kernel_batches_the_legacy_stream,
+        {"kernel_engine", TH_TESTS(kernel_runs_the_runs, kernel_keeps_every_rule, kernel_batches_the_legacy_stream, legacy_runs_keep_their_context,
                                    legacy_runs_go_before_blocking_work, capture_begins_after_legacy_runs,
                                    nothing_deferred_on_legacy_while_capturing,
                                    kernel_only_where_it_may_touch_the_memory, refused_launch_is_replayed, kernel_chunks_grow)},

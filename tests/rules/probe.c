@@ -982,6 +982,60 @@ static void sc_lone_after_thread(void) { lone_after_thread_on(mkstream(CU_STREAM
 /* ... on the legacy stream, whose run both threads find by their (one) context */
 static void sc_lone_after_thread_legacy(void) { lone_after_thread_on(CU_STREAM_LEGACY); }
 
+/* One thread, two contexts of one device, each with its own legacy stream.  A
+ * lone copy and its synchronize in one context leave the thread a note of the
+ * legacy stream; the thread switches to the other context at once and makes a
+ * burst there: uploads, then downloads of what they wrote, on that context's
+ * legacy stream.  Each legacy run must stay its context's (cubatch keys it by
+ * the current context, asked when the copy may join a run; a note of another
+ * context's legacy stream may only pass a copy first).  Every byte checked in
+ * each context. */
+static void sc_legacy_two_contexts(void)
+{
+    enum { BYTES = N * SZ };
+    CUdevice dev;
+    CUcontext ctx[2];
+    CK(cuDeviceGet(&dev, 0));
+    ctx[0] = g_ctx;
+    CK(cuCtxCreate_v2(&ctx[1], 0, dev));
+    unsigned char *in[2], *out[2], *lone[2];
+    CUdeviceptr d[2], dl[2];
+    for (int c = 0; c < 2; c++) {
+        CK(cuCtxSetCurrent(ctx[c]));
+        in[c] = pinned(BYTES);
+        out[c] = pinned(BYTES);
+        lone[c] = pinned(SZ);
+        fill(in[c], BYTES, 90 + (unsigned)c);
+        fill(lone[c], SZ, 92 + (unsigned)c);
+        d[c] = devmem(BYTES);
+        dl[c] = devmem(SZ);
+    }
+    for (int round = 0; round < 4; round++)
+        for (int c = 0; c < 2; c++) {
+            int o = 1 - c;
+            CK(cuCtxSetCurrent(ctx[c]));
+            CK(cuMemcpyHtoDAsync_v2(dl[c], lone[c], SZ, NULL));
+            CK(cuStreamSynchronize(NULL));
+            CK(cuCtxSetCurrent(ctx[o]));
+            for (int i = 0; i < N; i++)
+                CK(cuMemcpyHtoDAsync_v2(d[o] + (size_t)i * SZ, in[o] + (size_t)i * SZ, SZ, NULL));
+            for (int i = 0; i < N; i++)
+                CK(cuMemcpyDtoHAsync_v2(out[o] + (size_t)i * SZ, d[o] + (size_t)i * SZ, SZ, NULL));
+        }
+    for (int c = 0; c < 2; c++) {
+        CK(cuCtxSetCurrent(ctx[c]));
+        CK(cuCtxSynchronize());
+        expect(c ? "the created context's legacy stream" : "the primary context's legacy stream", out[c], in[c],
+               BYTES);
+        unsigned char back[SZ];
+        CK(cuMemcpyDtoH_v2(back, dl[c], SZ));
+        expect("a lone legacy copy", back, lone[c], SZ);
+    }
+    CK(cuCtxSetCurrent(g_ctx));
+    CK(cuCtxDestroy_v2(ctx[1]));
+    CK(cuCtxSetCurrent(g_ctx));
+}
+
 /* Copies made by a thread-exit destructor of the program's that runs after
  * cubatch's own (its key was made later, so it comes later in each round of
  * destructors): cubatch's per-thread state (counters, classified ranges, the
@@ -3148,6 +3202,7 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"h2d_4k", sc_h2d_4k},         {"single", sc_single},       {"pair", sc_pair},
     {"lone_after_thread", sc_lone_after_thread},
     {"lone_after_thread_legacy", sc_lone_after_thread_legacy},
+    {"legacy_two_contexts", sc_legacy_two_contexts},
     {"long_loop", sc_long_loop},   {"age", sc_age},
     {"legacy_then_blocking", sc_legacy_then_blocking}, {"registered", sc_registered},
     {"capture_legacy", sc_capture_legacy}, {"legacy_during_capture", sc_legacy_during_capture},
