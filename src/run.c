@@ -469,7 +469,7 @@ void cb_runs_atfork_child(void)
     cb_events_atfork_child();
     memset(cb_tls_last, 0, sizeof cb_tls_last);
     memset(cb_tls_bursts, 0, sizeof cb_tls_bursts);
-    cb_tls_bursts_open = cb_tls_bursts_last = 0;
+    cb_tls_bursts_open = cb_tls_bursts_last = cb_tls_bursts_legacy = 0;
     memset(cb_tls_spells, 0, sizeof cb_tls_spells);
     cb_tls_spells_live = 0;
     mutex_init(&cb_store_mu);
