@@ -487,20 +487,27 @@ CUresult cb_run_take_pending(struct cb_run *run)
 
 void cb_run_keep_pending(struct cb_run *run, CUresult err) { run->pending = err; }
 
+/* Note n is of stream's burst, kept by owner (any_owner: by any). */
+static int note_of(const struct cb_burst_note *n, uintptr_t stream, uintptr_t owner, int any_owner)
+{
+    return n->stream == stream && (any_owner || n->owner == owner);
+}
+
 /* The note of a stream's burst: the last one found (cb_tls_bursts_last) first,
  * as a lone copy and its synchronize name the same stream one after the other. */
-static struct cb_burst_note *burst_note(uintptr_t stream, uintptr_t owner)
+static struct cb_burst_note *find_note(uintptr_t stream, uintptr_t owner, int any_owner)
 {
     struct cb_burst_note *n = &cb_tls_bursts[cb_tls_bursts_last];
-    if (CB_LIKELY(n->stream == stream && n->owner == owner))
+    if (CB_LIKELY(note_of(n, stream, owner, any_owner)))
         return n;
     for (unsigned i = 0; i < CB_BURST_NOTES; i++)
-        if (cb_tls_bursts[i].stream == stream && cb_tls_bursts[i].owner == owner) {
+        if (note_of(&cb_tls_bursts[i], stream, owner, any_owner)) {
             cb_tls_bursts_last = i;
             return &cb_tls_bursts[i];
         }
     return NULL;
 }
+static struct cb_burst_note *burst_note(uintptr_t stream, uintptr_t owner) { return find_note(stream, owner, 0); }
 
 /* A created or legacy stream that is not slow: nothing but the burst itself
  * decides how its first copy goes (a per-thread stream's first copy may have
@@ -553,10 +560,7 @@ static struct cb_burst_note *legacy_note(void)
 {
     if (cb_tls_bursts_legacy != 1)
         return NULL;
-    for (unsigned i = 0, k = cb_tls_bursts_last; i < CB_BURST_NOTES; i++, k = (k + 1) % CB_BURST_NOTES)
-        if (cb_tls_bursts[k].stream == (uintptr_t)CU_STREAM_LEGACY)
-            return &cb_tls_bursts[k];
-    return NULL;
+    return find_note((uintptr_t)CU_STREAM_LEGACY, 0, 1);
 }
 
 int cb_run_pass_first_here(const struct cb_run_key *key)
