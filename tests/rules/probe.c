@@ -951,13 +951,25 @@ static void sc_d2h_20(void) { copies_then_sync(0, 20, 4096); }
  * thread then queues a copy on the stream (the burst is under way for it) and
  * is joined; this thread's next copy, to the same bytes, comes after that copy
  * in the program's order and must reach the driver after it too. */
-struct lone_other { CUstream s; CUdeviceptr d; const unsigned char *src; };
-static void *lone_other_copy(void *arg)
+struct other_copy { int upload; CUstream s; CUdeviceptr d; unsigned char *host; };
+static void *other_copy_run(void *arg)
 {
-    struct lone_other *o = arg;
+    struct other_copy *o = arg;
     CK(cuCtxSetCurrent(g_ctx));
-    CK(cuMemcpyHtoDAsync_v2(o->d, o->src, SZ, o->s));
+    if (o->upload)
+        CK(cuMemcpyHtoDAsync_v2(o->d, o->host, SZ, o->s));
+    else
+        CK(cuMemcpyDtoHAsync_v2(o->host, o->d, SZ, o->s));
     return NULL;
+}
+/* One copy of SZ bytes on stream s (upload: host to d, else d to host), queued
+ * by another thread, which is joined before this returns. */
+static void copy_on_other_thread(int upload, CUstream s, CUdeviceptr d, unsigned char *host)
+{
+    struct other_copy o = {upload, s, d, host};
+    pthread_t th;
+    pthread_create(&th, NULL, other_copy_run, &o);
+    pthread_join(th, NULL);
 }
 static void lone_after_thread_on(CUstream s)
 {
@@ -968,10 +980,7 @@ static void lone_after_thread_on(CUstream s)
     CUdeviceptr d = devmem(SZ);
     CK(cuMemcpyHtoDAsync_v2(d, first, SZ, s));
     CK(cuStreamSynchronize(s));
-    struct lone_other o = {s, d, other};
-    pthread_t th;
-    pthread_create(&th, NULL, lone_other_copy, &o);
-    pthread_join(th, NULL);
+    copy_on_other_thread(1, s, d, other);
     CK(cuMemcpyHtoDAsync_v2(d, last, SZ, s));
     CK(cuStreamSynchronize(s));
     CK(cuMemcpyDtoH_v2(back, d, SZ));
@@ -1743,14 +1752,6 @@ static void sc_spell_queued(void)
 
 /* ... the download queued by another thread, joined before the next upload:
  * the spell this thread holds must see the stream's run hold it. */
-struct spell_other { CUstream s; unsigned char *back; CUdeviceptr from; };
-static void *spell_other_download(void *arg)
-{
-    struct spell_other *o = arg;
-    CK(cuCtxSetCurrent(g_ctx));
-    CK(cuMemcpyDtoHAsync_v2(o->back, o->from, SZ, o->s));
-    return NULL;
-}
 static void sc_spell_thread(void)
 {
     CUstream a, b = mkstream(CU_STREAM_NON_BLOCKING);
@@ -1758,10 +1759,7 @@ static void sc_spell_thread(void)
     memset(back, 0, SZ);
     CUdeviceptr d = devmem(SPELL_NB * SZ), d2 = devmem(SZ);
     spell_uploads(&a, b, in, 54, d);
-    struct spell_other o = {b, back, d + 9 * SZ};
-    pthread_t th;
-    pthread_create(&th, NULL, spell_other_download, &o);
-    pthread_join(th, NULL);
+    copy_on_other_thread(0, b, d + 9 * SZ, back);
     CK(cuMemcpyHtoDAsync_v2(d2, back, SZ, b));
     CK(cuStreamSynchronize(b));
     CK(cuMemcpyDtoH_v2(out, d2, SZ));
