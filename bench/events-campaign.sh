@@ -30,6 +30,11 @@
 #              process (no bimodal process times); h2d and d2d on a created
 #              stream, h2d on the legacy stream, h2d passing by policy; and
 #              with CB_PREV_LIB set, the same for that library
+#   coldlone   inproc_lone after the program's own work: before each lone copy
+#              nothing, 2 MiB of other memory written, or 2 MiB of other code
+#              run (docs/design.md section 8); 500 copies per configuration and
+#              round, $((2 * rounds + 1)) rounds; three processes per library,
+#              the library and CB_PREV_LIB's alternated
 #   pass       copy_path with every copy passing through (CUBATCH_POLICY=d2h:0-max
 #              for host-to-device copies): ns per call against the bare call
 # Writes OUT/campaign.md (everything, in order) and OUT/raw.tgz (the raw
@@ -37,7 +42,7 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
-bin='' lib='' out='' rounds=7 cpu=3 parts='suite probe events jax torch hf torchload load lone inlone pass'
+bin='' lib='' out='' rounds=7 cpu=3 parts='suite probe events jax torch hf torchload load lone inlone coldlone pass'
 while [ $# -gt 0 ]; do
     case $1 in
     --bin|--lib|--out|--rounds|--cpu|--parts) [ $# -ge 2 ] || { echo "events-campaign: $1 needs a value" >&2; exit 2; } ;;
@@ -145,6 +150,19 @@ inlone)
             # shellcheck disable=SC2086
             env "${pre[@]}" taskset -c "$cpu" "$bin/inproc_lone" --lib "$l" $args --n 2000 --rounds $((2 * rounds + 1)) 2>&1 || rc=1
             echo '```'
+        done
+    done ;;
+coldlone)
+    part "Lone copies after other work: inproc_lone --pollute / --pollute-code 2048, 500 lone copies per configuration and round, $((2 * rounds + 1)) rounds"
+    for cold in "" "--pollute 2048" "--pollute-code 2048"; do
+        for i in 1 2 3; do
+            for l in "$lib" ${CB_PREV_LIB:+"$CB_PREV_LIB"}; do
+                echo '```'
+                echo "library $l process $i ${cold:-(nothing between copies)}"
+                # shellcheck disable=SC2086
+                taskset -c "$cpu" "$bin/inproc_lone" --lib "$l" --dir h2d --n 500 --rounds $((2 * rounds + 1)) $cold 2>&1 || rc=1
+                echo '```'
+            done
         done
     done ;;
 pass)

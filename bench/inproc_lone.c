@@ -19,13 +19,20 @@
  *
  *   inproc_lone --lib PATH/libcubatch.so [--dir h2d|d2d|d2h] [--size BYTES]
  *               [--n LONE_COPIES] [--rounds N] [--stream created|legacy] [--only CONFIG]
+ *               [--pollute KIB] [--pollute-code KIB]
  * --only: run that configuration alone (to profile it).
+ * --pollute: before each copy, write KIB KiB of other memory; --pollute-code:
+ * run KIB KiB of other code (no-operations).  An interpreter's work between two
+ * copies does both, so that the copy meets cold data and instruction caches;
+ * what cubatch adds then is its own cache misses, which a tight loop never
+ * shows.
  * Runs on a GPU, or on tests/sim's simulated driver (LD_LIBRARY_PATH), where it
  * measures cubatch's own host cost against a driver that does no work. */
 #define _GNU_SOURCE
 #include <cuda.h>
 
 #include <dlfcn.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,7 +123,7 @@ int main(int argc, char **argv)
 {
     const char *lib_path = NULL, *dir = "h2d", *stream_kind = "created", *only = NULL;
     int n = 2000, rounds = 9;
-    size_t size = 4096;
+    size_t size = 4096, pollute = 0, pollute_code = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--lib"))
             lib_path = argv[i + 1];
@@ -132,6 +139,10 @@ int main(int argc, char **argv)
             stream_kind = argv[i + 1];
         else if (!strcmp(argv[i], "--only"))
             only = argv[i + 1];
+        else if (!strcmp(argv[i], "--pollute"))
+            pollute = (size_t)atol(argv[i + 1]) * 1024;
+        else if (!strcmp(argv[i], "--pollute-code"))
+            pollute_code = (size_t)atol(argv[i + 1]) * 1024;
         else
             die("unknown argument", argv[i]);
     }
@@ -183,8 +194,18 @@ int main(int argc, char **argv)
         call_med[c] = malloc(sizeof(double) * (size_t)rounds);
         lone_med[c] = malloc(sizeof(double) * (size_t)rounds);
     }
-    if (!call_ns || !lone_ns)
+    volatile unsigned char *junk = pollute ? malloc(pollute) : NULL;
+    if (!call_ns || !lone_ns || (pollute && !junk))
         die("out of memory", NULL);
+    void (*junk_code)(void) = NULL;
+    if (pollute_code) { /* x86-64: no-operations, then a return */
+        unsigned char *c = mmap(NULL, pollute_code + 1, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (c == MAP_FAILED)
+            die("mmap of the code to run between copies", NULL);
+        memset(c, 0x90, pollute_code);
+        c[pollute_code] = 0xc3;
+        *(void **)&junk_code = c;
+    }
     for (int r = -1; r < rounds; r++) { /* round -1 warms every configuration up */
         for (int k = 0; k < NCONF; k++) {
             int c = (k + (r < 0 ? 0 : r)) % NCONF;
@@ -193,6 +214,10 @@ int main(int argc, char **argv)
             set_enabled(c != OFF);
             const struct fns *f = &conf[c];
             for (int i = 0; i < n; i++) {
+                for (size_t o = 0; o < pollute; o += 64)
+                    junk[o] = (unsigned char)(junk[o] + 1);
+                if (junk_code)
+                    junk_code();
                 long long t0 = now_ns();
                 if (dir[0] == 'h')
                     CK(f->h2d(a, host, size, s));
@@ -213,7 +238,8 @@ int main(int argc, char **argv)
         }
     }
     set_enabled(1);
-    printf("inproc_lone dir=%s size=%zu stream=%s n=%d rounds=%d\n", dir, size, stream_kind, n, rounds);
+    printf("inproc_lone dir=%s size=%zu stream=%s n=%d rounds=%d pollute=%zuK code=%zuK\n", dir, size, stream_kind, n,
+           rounds, pollute / 1024, pollute_code / 1024);
     printf("%-7s %12s %12s %14s %14s\n", "config", "call_ns", "lone_ns", "call_minus_plain", "ratio_lone");
     for (int c = 0; c < NCONF; c++) {
         if (only && strcmp(only, conf_name[c]))
