@@ -28,7 +28,7 @@
 #include "choose.h"
 #include "stats.h"
 
-int cb_kernel_usable;
+int cb_kernel_usable CB_COPY_PATH;
 static const char *cb_kernel_reason = "";
 
 struct cb_engine {

@@ -8,7 +8,7 @@
 #include "stats.h"
 #include "nvtx.h"
 
-atomic_int cb_flush_closed_flag; /* after the final flush at exit: nothing more is deferred */
+atomic_int cb_flush_closed_flag CB_COPY_PATH; /* after the final flush at exit: nothing more is deferred */
 
 
 /* What a flush does besides submitting, by its reason: the `does` column of
@@ -286,7 +286,7 @@ void cb_flush_exit(void)
 /* cubatch_set_enabled(0): copies pass through (copy.c reads this on the copy
  * path and again under the run lock, so that none joins a run after the flush
  * below). */
-atomic_int cb_flush_paused_flag;
+atomic_int cb_flush_paused_flag CB_COPY_PATH;
 
 CUresult cb_flush_set_enabled(int on)
 {

@@ -7,7 +7,7 @@
 
 #include <stdlib.h>
 
-atomic_int cb_init_done;
+atomic_int cb_init_done CB_COPY_PATH;
 static pthread_mutex_t cb_init_mutex = PTHREAD_MUTEX_INITIALIZER;
 static CB_TLS int cb_in_init;
 

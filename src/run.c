@@ -58,7 +58,7 @@ atomic_int cb_blocking_active; /* active runs of blocking streams, the legacy on
 static atomic_int cb_marked; /* runs holding markers (rule 11): what event observers look for */
 /* Run locks this thread holds: a driver call made from inside a submission that
  * comes back into a wrapper must not try to flush again. */
-CB_TLS int cb_tls_held;
+CB_TLS_COPY_PATH int cb_tls_held;
 
 /* The thread's last few runs (a thread often alternates between two streams,
  * one per direction, say): found here, a run is locked without the store's
@@ -84,8 +84,8 @@ struct cb_burst_note {
     struct cb_run *run;  /* its run when the note was written (never freed: run.c's header) */
 };
 static CB_TLS struct cb_burst_note cb_tls_bursts[CB_BURST_NOTES];
-static CB_TLS unsigned cb_tls_bursts_next, cb_tls_bursts_open, cb_tls_bursts_last;
-static CB_TLS unsigned cb_tls_bursts_legacy; /* notes of a legacy stream (one per context) */
+static CB_TLS_COPY_PATH unsigned cb_tls_bursts_next, cb_tls_bursts_open, cb_tls_bursts_last;
+static CB_TLS_COPY_PATH unsigned cb_tls_bursts_legacy; /* notes of a legacy stream (one per context) */
 
 /* This thread's pass spells (run.h): one per stream its copies last passed on
  * (a thread may alternate between streams, one per direction, say).  Runs
@@ -104,7 +104,7 @@ struct cb_spell {
 #define CB_SPELLS 4
 static CB_TLS struct cb_spell cb_tls_spells[CB_SPELLS];
 static CB_TLS unsigned cb_tls_spells_next;
-CB_TLS unsigned cb_tls_spells_live; /* one bit per slot holding a spell (run.h) */
+CB_TLS_COPY_PATH unsigned cb_tls_spells_live; /* one bit per slot holding a spell (run.h) */
 static atomic_uint cb_removals;
 
 static void mutex_init(pthread_mutex_t *m)

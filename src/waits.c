@@ -37,7 +37,7 @@ struct cb_wait {
 static struct cb_wait *cb_waits;
 static size_t cb_nwaits, cb_capwaits;
 static pthread_mutex_t cb_waits_mu = PTHREAD_MUTEX_INITIALIZER;
-atomic_int cb_waits_pending_n;
+atomic_int cb_waits_pending_n CB_COPY_PATH;
 
 /* The pending waits that match (stream, or event, or all), taken out in call
  * order; *n of them, in a block the caller frees.  NULL: none (or no memory,

@@ -106,6 +106,10 @@ MUTANTS = {
                                          "rule 3 (a legacy run is its context's)"),
     "legacy-note-of-another-context": ("src/run.c:legacy_note()", "    if (cb_tls_bursts_legacy != 1)", "    if (!cb_tls_bursts_legacy)",
                                        "rule 8 (a burst's first copy)"),
+    "copy-path-words-scattered": ("src/internal.h:#CB_COPY_PATH", '__attribute__((section("cb.copy_path")))', "",
+                                  "design.md section 8 (the words every copy reads sit together)", "check_layout"),
+    "copy-path-thread-words-scattered": ("src/internal.h:#CB_TLS_COPY_PATH", ' __attribute__((section(".tdata.cb_copy_path")))', "",
+                                         "design.md section 8 (the words every copy reads sit together)", "check_layout"),
     "kernel-takes-unchecked-memory": ("src/copy.c:kernel_may_in()", "    return cb_kernel_usable && ctx && rq->dcls.kctx == ctx && rq->scls.kctx == ctx &&",
                                       "    return cb_kernel_usable && ctx &&", "kernel eligibility"),
     "ptds-joins-in-the-new-context": ("src/run.c:cb_run_open()", "        if (cb_fence_owner_join(f) != CUDA_SUCCESS)\n            return -1;\n        if (!cb_drv.cuCtxGetCurrent || cb_drv.cuCtxGetCurrent(&f->ctx) != CUDA_SUCCESS || !f->ctx)\n            return -1;",
@@ -228,7 +232,7 @@ MUTANTS = {
 CI_SUBSET = ["capture-ignored", "pageable-deferred", "first-copy-deferred",
              "event-observer-does-not-flush", "no-exit-flush"]
 
-TESTS = ("check_rules", "check_units", "check_hooks_complete", "check_flush_table", "fuzz")
+TESTS = ("check_rules", "check_units", "check_hooks_complete", "check_flush_table", "check_layout", "fuzz")
 
 
 # ---- anchors -----------------------------------------------------------------------
@@ -441,6 +445,9 @@ def run_tests(src, build, which):
                 fails += [f"{t}:{c}" for c in cases] or [t]
         elif t in ("check_hooks_complete", "check_flush_table"):
             if sh(f"sh '{src}/tests/table/{t}.sh' >/dev/null 2>&1", cwd=build, env=e).returncode:
+                fails.append(t)
+        elif t == "check_layout":
+            if sh(f"sh '{src}/tests/package/{t}.sh' >/dev/null 2>&1", cwd=build, env=e).returncode:
                 fails.append(t)
         elif t == "fuzz":
             r = sh(f"sh '{src}/tests/fuzz/run-fuzz.sh' --seeds 1-300 --seconds 20 --save '{build}/fuzz-regressions' 2>&1",

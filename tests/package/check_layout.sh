@@ -1,0 +1,36 @@
+#!/bin/sh
+# The words every copy reads sit together (docs/design.md section 8): each
+# global marked CB_COPY_PATH in src/ is in the library's cb.copy_path section,
+# each thread-local marked CB_TLS_COPY_PATH in .tdata, and the two stay small.
+# The names are read from the sources, so a word marked there and placed
+# elsewhere by a later build (a renamed section, a lost attribute) fails here.
+lib=${top_builddir:-.}/src/.libs/libcubatch.so
+src=${top_srcdir:-.}/src
+[ -f "$lib" ] || { echo "check_layout: $lib not built"; exit 1; }
+# "NAME CB_COPY_PATH" in a definition, or "CB_TLS_COPY_PATH TYPE NAME[, NAME...];"
+globals=$(sed -n 's/.*[^A-Za-z0-9_]\([A-Za-z_][A-Za-z0-9_]*\)\(\[[^]]*\]\)\{0,1\} CB_COPY_PATH[ ;=].*/\1/p' "$src"/*.c | sort -u)
+tls=$(sed -n 's/^\(static \)\{0,1\}CB_TLS_COPY_PATH \([^;=]*\)[;=].*/\2/p' "$src"/*.c |
+      awk -F, '{ n = split($1, w, /[ *]+/); print w[n]; for (i = 2; i <= NF; i++) { gsub(/[ *]/, "", $i); print $i } }' |
+      sort -u)
+[ "$(printf '%s\n' "$globals" | grep -c .)" -ge 8 ] || { echo "check_layout: found only: $globals"; exit 1; }
+[ "$(printf '%s\n' "$tls" | grep -c .)" -ge 6 ] || { echo "check_layout: found only: $tls"; exit 1; }
+index_of() { readelf -SW "$lib" | sed -n "s/^ *\[ *\([0-9]*\)\] $1 .*/\1/p"; }
+size_of() { readelf -SW "$lib" | awk -v s="$1" '$0 ~ "] " s " " { for (i = 1; i <= NF; i++) if ($i == s) print $(i + 4) }'; }
+hot=$(index_of 'cb\.copy_path') tdata=$(index_of '\.tdata')
+[ -n "$hot" ] && [ -n "$tdata" ] || { echo "check_layout: no cb.copy_path or .tdata section"; exit 1; }
+fail=0
+for name in $globals; do
+    ndx=$(readelf -sW "$lib" | awk -v n="$name" '$8 == n { print $7; exit }')
+    [ "$ndx" = "$hot" ] || { echo "check_layout: $name is in section $ndx, not cb.copy_path ($hot)"; fail=1; }
+done
+for name in $tls; do
+    ndx=$(readelf -sW "$lib" | awk -v n="$name" '$8 == n && $4 == "TLS" { print $7; exit }')
+    [ "$ndx" = "$tdata" ] || { echo "check_layout: $name is in section $ndx, not .tdata ($tdata)"; fail=1; }
+done
+# a few cache lines each: a large array marked by mistake would spread them again
+for s in cb.copy_path .tdata; do
+    size=$(printf '%d' "0x$(size_of "$s")")
+    [ "$size" -le 256 ] || { echo "check_layout: $s holds $size bytes (at most 256)"; fail=1; }
+done
+[ "$fail" = 0 ] || exit 1
+echo "check_layout: $(echo $globals | wc -w) globals in cb.copy_path, $(echo $tls | wc -w) thread-locals in .tdata"
