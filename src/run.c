@@ -105,7 +105,7 @@ struct cb_spell {
 static CB_TLS struct cb_spell cb_tls_spells[CB_SPELLS];
 static CB_TLS unsigned cb_tls_spells_next;
 CB_TLS_COPY_PATH unsigned cb_tls_spells_live; /* one bit per slot holding a spell (run.h) */
-static atomic_uint cb_removals;
+static atomic_uint cb_removals CB_COPY_PATH;
 
 static void mutex_init(pthread_mutex_t *m)
 {
