@@ -18,6 +18,7 @@ EXTRA_DIST += \
 	bench/torch_load.py \
 	bench/copy_path.c \
 	bench/inproc_lone.c \
+	bench/prio_probe.cu \
 	bench/instructions.sh \
 	bench/campaign-extras.sh \
 	bench/bench_threads.c \

@@ -1,0 +1,155 @@
+// prio_probe.cu - does a copy kernel on a high-priority stream run beside long
+// cuBLAS products?  An exploration for issue 24 (no cubatch involved): bf16
+// N x N x N products fill the GPU on one stream; then N_COPIES pinned host
+// blocks (one allocation each) are copied to the device, timed from the first
+// call to the end of a synchronize of the copies' stream, as:
+//   loop      cudaMemcpyAsync one by one on a normal stream (what programs do)
+//   kernel    one launch of a block-per-copy kernel on a normal-priority stream
+//   kprio     the same launch on a stream of the greatest priority
+//   kprio_ev  kprio fenced as cubatch would: an event on the program's stream
+//             waited by the priority stream, and one back
+// Configurations rotate from round to round; medians over rounds.
+//   prio_probe [--copies 1024] [--bytes 16384] [--rounds 9] [--n 8192] [--gemms 8]
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#define CK(x)                                                                                   \
+    do {                                                                                        \
+        cudaError_t e_ = (x);                                                                   \
+        if (e_ != cudaSuccess) {                                                                \
+            fprintf(stderr, "prio_probe: %s: %s (line %d)\n", #x, cudaGetErrorString(e_), __LINE__); \
+            exit(1);                                                                            \
+        }                                                                                       \
+    } while (0)
+
+struct desc { unsigned long long dst, src, bytes; };
+
+__global__ void copy_blocks(const desc *d)
+{
+    const desc c = d[blockIdx.x];
+    const uint4 *s = (const uint4 *)c.src;
+    uint4 *t = (uint4 *)c.dst;
+    for (unsigned long long i = threadIdx.x; i < c.bytes / 16; i += blockDim.x)
+        t[i] = s[i];
+}
+
+static double now_us()
+{
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+int main(int argc, char **argv)
+{
+    int copies = 1024, rounds = 9, n = 8192, gemms = 8;
+    size_t bytes = 16384;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--copies")) copies = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--bytes")) bytes = (size_t)atol(argv[i + 1]);
+        else if (!strcmp(argv[i], "--rounds")) rounds = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--n")) n = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--gemms")) gemms = atoi(argv[i + 1]);
+    }
+    int lo, hi;
+    CK(cudaDeviceGetStreamPriorityRange(&lo, &hi));
+    cudaStream_t prog, normal, prio;
+    CK(cudaStreamCreateWithFlags(&prog, cudaStreamNonBlocking));
+    CK(cudaStreamCreateWithPriority(&normal, cudaStreamNonBlocking, lo));
+    CK(cudaStreamCreateWithPriority(&prio, cudaStreamNonBlocking, hi));
+    cudaEvent_t ev_a, ev_b;
+    CK(cudaEventCreateWithFlags(&ev_a, cudaEventDisableTiming));
+    CK(cudaEventCreateWithFlags(&ev_b, cudaEventDisableTiming));
+    std::vector<void *> host(copies);
+    char *dev;
+    CK(cudaMalloc(&dev, bytes * copies));
+    for (int i = 0; i < copies; i++) {
+        CK(cudaHostAlloc(&host[i], bytes, cudaHostAllocDefault));
+        memset(host[i], i & 0xff, bytes);
+    }
+    desc *d;
+    CK(cudaHostAlloc((void **)&d, sizeof(desc) * copies, cudaHostAllocMapped));
+    for (int i = 0; i < copies; i++)
+        d[i] = {(unsigned long long)(dev + i * bytes), (unsigned long long)host[i], bytes};
+    desc *dd;
+    CK(cudaHostGetDevicePointer((void **)&dd, d, 0));
+    __nv_bfloat16 *a, *b, *c;
+    CK(cudaMalloc(&a, sizeof(*a) * n * n));
+    CK(cudaMalloc(&b, sizeof(*b) * n * n));
+    CK(cudaMalloc(&c, sizeof(*c) * n * n));
+    CK(cudaMemset(a, 0, sizeof(*a) * n * n));
+    CK(cudaMemset(b, 0, sizeof(*b) * n * n));
+    cublasHandle_t blas;
+    cudaStream_t gs;
+    CK(cudaStreamCreateWithFlags(&gs, cudaStreamNonBlocking));
+    if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS || cublasSetStream(blas, gs) != CUBLAS_STATUS_SUCCESS)
+        return fprintf(stderr, "prio_probe: cublas\n"), 1;
+    float one = 1, zero = 0;
+    const char *names[] = {"loop", "kernel", "kprio", "kprio_ev"};
+    const int NC = 4;
+    std::vector<std::vector<double>> t(NC), tg(NC);
+    cudaEvent_t g0, g1;
+    CK(cudaEventCreate(&g0));
+    CK(cudaEventCreate(&g1));
+    for (int r = -1; r < rounds; r++) {
+        for (int k = 0; k < NC; k++) {
+            int cfg = (k + (r < 0 ? 0 : r)) % NC;
+            CK(cudaDeviceSynchronize());
+            CK(cudaMemset(dev, 0, bytes * copies));
+            CK(cudaDeviceSynchronize());
+            CK(cudaEventRecord(g0, gs));
+            for (int g = 0; g < gemms; g++)
+                if (cublasGemmEx(blas, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a, CUDA_R_16BF, n, b, CUDA_R_16BF, n, &zero, c,
+                                 CUDA_R_16BF, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
+                    return fprintf(stderr, "prio_probe: gemm\n"), 1;
+            CK(cudaEventRecord(g1, gs));
+            double s0 = now_us();
+            while (now_us() - s0 < 2000) { } // the products take the GPU
+            double t0 = now_us();
+            cudaStream_t done = prog;
+            if (cfg == 0) {
+                for (int i = 0; i < copies; i++)
+                    CK(cudaMemcpyAsync(dev + i * bytes, host[i], bytes, cudaMemcpyHostToDevice, prog));
+            } else if (cfg == 1 || cfg == 2) {
+                done = cfg == 1 ? normal : prio;
+                copy_blocks<<<copies, 256, 0, done>>>(dd);
+            } else {
+                CK(cudaEventRecord(ev_a, prog));
+                CK(cudaStreamWaitEvent(prio, ev_a, 0));
+                copy_blocks<<<copies, 256, 0, prio>>>(dd);
+                CK(cudaEventRecord(ev_b, prio));
+                CK(cudaStreamWaitEvent(prog, ev_b, 0));
+            }
+            CK(cudaGetLastError());
+            CK(cudaStreamSynchronize(done));
+            double t1 = now_us();
+            CK(cudaDeviceSynchronize());
+            float gms;
+            CK(cudaEventElapsedTime(&gms, g0, g1));
+            for (int i = 0; i < copies; i += copies / 4 + 1) {
+                unsigned char x;
+                CK(cudaMemcpy(&x, dev + i * bytes + bytes - 1, 1, cudaMemcpyDeviceToHost));
+                if (x != (unsigned char)(i & 0xff))
+                    return fprintf(stderr, "prio_probe: %s: copy %d wrong\n", names[cfg], i), 1;
+            }
+            if (r >= 0) {
+                t[cfg].push_back(t1 - t0);
+                tg[cfg].push_back(gms * 1000.0);
+            }
+        }
+    }
+    printf("prio_probe copies=%d bytes=%zu n=%d gemms=%d rounds=%d priorities %d..%d\n", copies, bytes, n, gemms, rounds, lo, hi);
+    for (int k = 0; k < NC; k++) {
+        std::sort(t[k].begin(), t[k].end());
+        std::sort(tg[k].begin(), tg[k].end());
+        printf("%-9s copies done after %9.1f us (min %9.1f, max %9.1f)   products %9.1f us\n", names[k], t[k][t[k].size() / 2],
+               t[k].front(), t[k].back(), tg[k][tg[k].size() / 2]);
+    }
+    return 0;
+}
