@@ -33,10 +33,6 @@
 #define CB_HIDDEN __attribute__((visibility("hidden")))
 #define CB_LIKELY(x) __builtin_expect(!!(x), 1)
 #define CB_UNLIKELY(x) __builtin_expect(!!(x), 0)
-/* A function the copy path calls only on its rare branches: the compiler moves
- * the blocks that call it out of the path's own code, whose cache lines a copy
- * after the program's own work must fetch again (docs/design.md section 8). */
-#define CB_COLD __attribute__((cold))
 /* initial-exec TLS: one pointer per thread, no __tls_get_addr on the copy path. */
 #define CB_TLS __thread __attribute__((tls_model("initial-exec")))
 /* Where the words every copy reads are placed.  A copy that comes after the
@@ -220,7 +216,7 @@ extern const char *const cb_direction_names[CB_D_COUNT];
 
 /* ---- life.c: process and thread life ------------------------------------------- */
 void cb_life_arm(void);          /* first deferred copy: exit and fork handlers */
-CB_COLD void cb_life_watch_thread(void); /* this thread owns a per-thread-stream run */
+void cb_life_watch_thread(void); /* this thread owns a per-thread-stream run */
 
 /* ---- fork.c: fork (rule 10), and the one table of the locks held across it ---- */
 void cb_fork_init(void); /* at initialisation: the rows registered whether or not a copy is deferred */
@@ -292,12 +288,12 @@ struct cb_copy_req;
 /* Submit and empty a run (run lock held); returns the error the caller reports. */
 CUresult cb_flush_run(struct cb_run *run, enum cb_flush_why why);
 CUresult cb_flush_stream(CUstream s, int ptsz_entry, enum cb_flush_why why);
-CB_COLD CUresult cb_flush_legacy(void); /* every blocking stream's run: legacy-stream work follows */
+CUresult cb_flush_legacy(void); /* every blocking stream's run: legacy-stream work follows */
 /* What a copy on stream s must follow on other streams (rule 3 and its mirror
  * image): blocking runs before a legacy-stream copy, legacy runs before a
  * blocking-stream copy.  No run lock held (run.c: one at a time); usually two
  * loads and a return. */
-CB_COLD CUresult cb_flush_cross(CUstream s, enum cb_stream_kind sk);
+CUresult cb_flush_cross(CUstream s, enum cb_stream_kind sk);
 CUresult cb_flush_all(enum cb_flush_why why);
 /* The run holding event e's latest record (a marker, rule 11) goes out; no run lock held. */
 CUresult cb_flush_holder(CUevent e);
@@ -346,7 +342,7 @@ struct cb_tstats {
     int in_use;
 };
 /* This thread's counters (the fast path is inline in stats.h). */
-CB_COLD struct cb_tstats *cb_stats_thread_slow(void);
+struct cb_tstats *cb_stats_thread_slow(void);
 void cb_stat_max(enum cb_stat_id id, uint64_t value);
 enum cb_stat_id cb_flush_stat(enum cb_flush_why why); /* the counter of a flush reason */
 /* fork.c's table: the counters' lock held across fork; a child starts from zero. */
@@ -445,7 +441,7 @@ extern struct cb_driver cb_drv;
  * returns 1 when a driver was found. */
 int cb_driver_load(void);
 /* A wrapper whose real function is missing: the quiet answer. */
-CB_COLD CUresult cb_absent(int hook);
+CUresult cb_absent(int hook);
 /* libc's dlsym, never ours (the x86-64 entry of dlsym in resolve.c jumps to it). */
 extern void *(*cb_real_dlsym)(void *, const char *);
 void cb_real_dlsym_init(void);

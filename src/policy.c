@@ -28,8 +28,8 @@
 #define CB_POLICY_BANDS 8
 struct cb_band { uint64_t lo, hi; };
 struct cb_policy {
-    unsigned nband[CB_D_COUNT]; /* first: a copy reads it with its direction's first bands */
     struct cb_band band[CB_D_COUNT][CB_POLICY_BANDS];
+    unsigned nband[CB_D_COUNT];
 };
 
 static const char cb_policy_default_text[] = "h2d:0-max,d2h:0-max,d2d:0-max";

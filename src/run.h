@@ -162,7 +162,7 @@ void cb_run_clear(struct cb_run *run, struct cb_standin *standin); /* after a su
 
 /* The run's own state is written here only; each call below is one change of
  * it, made under the run's lock by the file that decides it. */
-CB_COLD CUresult cb_run_take_pending(struct cb_run *run);      /* the error kept for the stream's next call, now told */
+CUresult cb_run_take_pending(struct cb_run *run);      /* the error kept for the stream's next call, now told */
 void cb_run_keep_pending(struct cb_run *run, CUresult err); /* ... kept (flush.c) */
 void cb_run_burst_begins(struct cb_run *run);          /* its first copy passed through (rule 8) */
 void cb_run_burst_ends(struct cb_run *run);            /* a call named the stream */
