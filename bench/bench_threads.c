@@ -13,7 +13,11 @@
  *
  *   bench_threads [--threads T] [--n N] [--size BYTES] [--dir h2d|d2h|d2d] [--rounds R]
  * Prints one line per mode: the median and the minimum of the set's wall time
- * in ms, then the speedup of cubatch over plain (medians) and each A/A ratio. */
+ * in ms, then the speedup of cubatch over plain (medians) and each A/A ratio.
+ * Every thread spins (the workers for their release, the main thread for their
+ * end): pinned to no more cores than workers, the main thread shares a worker's
+ * core and rounds wait for the scheduler's time slices (bench/RESULTS.md, run
+ * AJ).  Give it one core more than threads. */
 #define _GNU_SOURCE
 #include <cuda.h>
 
