@@ -560,6 +560,41 @@ START_TEST(batch_forward_env)
 }
 END_TEST
 
+/* A stream wait's event and the stream's own earlier work are both its
+ * dependencies; which runs first is CUSIM_DEP_ORDER's, so a program that
+ * orders the two copies below by nothing gets either answer. */
+static void dep_order_run(const char *order, unsigned char want)
+{
+    CUstream a, b;
+    CUevent e;
+    CUdeviceptr y;
+    unsigned char *h1, *h2;
+    setenv("CUSIM_DEP_ORDER", order, 1);
+    setup();
+    OK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
+    OK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
+    OK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+    OK(cuMemAlloc_v2(&y, 64));
+    OK(cuMemAllocHost_v2((void **)&h1, 64));
+    OK(cuMemAllocHost_v2((void **)&h2, 64));
+    memset(h1, 1, 64);
+    memset(h2, 2, 64);
+    OK(cuMemcpyHtoDAsync_v2(y, h1, 64, a));
+    OK(cuEventRecord(e, a));
+    OK(cuMemcpyHtoDAsync_v2(y, h2, 64, b)); /* not ordered against a's copy */
+    OK(cuStreamWaitEvent(b, e, 0));
+    OK(cuStreamSynchronize(b));
+    ck_assert(all(HP(y), 64, want));
+    unsetenv("CUSIM_DEP_ORDER");
+}
+
+START_TEST(dep_order_env)
+{
+    dep_order_run("forward", 2); /* the event's work first, then b's own copy */
+    dep_order_run("reverse", 1); /* b's own copy first */
+}
+END_TEST
+
 START_TEST(batch_pageable_source_access_order)
 {
     struct bt b;
@@ -2259,6 +2294,7 @@ static Suite *sim_suite(void)
     tcase_add_test(t, host_functions_in_order);
     tcase_add_test(t, batch_reverse_default);
     tcase_add_test(t, batch_forward_env);
+    tcase_add_test(t, dep_order_env);
     tcase_add_test(t, batch_pageable_source_access_order);
     tcase_add_test(t, batch_rejections);
     tcase_add_test(t, batch_orders);
@@ -2303,7 +2339,7 @@ int main(void)
 {
     static const char *const vars[] = { "CUSIM_BATCH_ORDER", "CUSIM_FAIL", "CUSIM_MISSING", "CUSIM_DRIVER_VERSION",
                                         "CUSIM_DEVICES", "CUSIM_LOG", "CUSIM_SEED",
-                                        "CUSIM_REGISTERED_ALIAS" };
+                                        "CUSIM_REGISTERED_ALIAS", "CUSIM_DEP_ORDER" };
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         unsetenv(vars[i]);
     SRunner *r = srunner_create(sim_suite());

@@ -51,6 +51,8 @@ static void load_config(void)
         else
             sim_cfg.batch_order = ORDER_REVERSE;
     }
+    if ((e = getenv("CUSIM_DEP_ORDER")) && *e)
+        sim_cfg.deps_reversed = !strcmp(e, "reverse");
     if ((e = getenv("CUSIM_SEED")) && *e)
         sim_cfg.seed = strtoull(e, NULL, 0);
     if (sim_cfg.seed == 0)
@@ -817,7 +819,10 @@ void sim_run(uint64_t root)
             pthread_cond_wait(&sim_cv, &sim_mu);
             continue;
         }
-        while (n->dpos < n->ndeps && !sim_node_pending(n->deps[n->dpos]))
+        /* which dependency runs first is the driver's choice: either order must
+         * give the same bytes when every dependency was stated */
+#define DEP(n) ((n)->deps[sim_cfg.deps_reversed ? (n)->ndeps - 1 - (n)->dpos : (n)->dpos])
+        while (n->dpos < n->ndeps && !sim_node_pending(DEP(n)))
             n->dpos++;
         if (n->dpos < n->ndeps) {
             if (sp == cap) {
@@ -827,9 +832,10 @@ void sim_run(uint64_t root)
                     abort();
                 stack = ns;
             }
-            stack[sp++] = n->deps[n->dpos];
+            stack[sp++] = DEP(n);
             continue;
         }
+#undef DEP
         execute(n);
         sp--;
     }
