@@ -315,8 +315,12 @@ static int defer(struct cb_copy_req *rq, CUresult *rc)
     return 1;
 
 pass:
-    /* The copy passes through; whatever is queued on its stream goes first. */
-    if (run->q.n > 0)
+    /* The copy passes through; whatever is queued on its stream goes first.
+     * An empty per-thread run may still hold the join of a side submission
+     * (another thread's flush, the timer's): the owner's stream waits for it
+     * before this copy, as before any other call naming the stream (rule 4),
+     * or the copy could run before side-submitted copies it follows. */
+    if (run->q.n > 0 || run->facts.fence.ev_join)
         *rc = cb_first_error(*rc, cb_flush_run(run, CB_WHY_flush_passthrough));
     else if (run->facts.ptds && run->facts.fence.ev_start)
         cb_fence_release(&run->facts);
@@ -339,7 +343,13 @@ static CUresult copy_one(int hook, int ptsz, enum cb_direction entry_dir, CUdevi
     if (!cb_batching || cb_flush_paused()) {
         cb_bump(&t->v[!cb_batching && cb_opt(CB_OPT_enable) ? CB_ST_pass_version : CB_ST_pass_disabled], 1);
         cb_bump(&t->v[CB_ST_copies_unknown], 1);
-        return cb_issue_copy(hook, dst, src, bytes, stream);
+        /* Switched off, a run may still hold something of this stream's: copies
+         * the switch's flush has not reached yet, or a per-thread run's side
+         * submission its stream must wait for (rule 4).  That goes first, as
+         * before any call naming the stream; nothing to do while no run holds
+         * anything. */
+        CUresult fe = cb_flush_stream(stream, ptsz, CB_WHY_flush_passthrough);
+        return cb_first_error(fe, cb_issue_copy(hook, dst, src, bytes, stream));
     }
     /* every member set here or before its first use: no zeroing of the whole */
     struct cb_copy_req rq;

@@ -2333,6 +2333,11 @@ static int seed_env(uint64_t seed, char env[][96], int max)
         snprintf(env[k++], 96, "CUSIM_COST=copy=1000,batch=20000,entry=2000");
     else if (pct(15))
         snprintf(env[k++], 96, "CUBATCH_MEASURE=0");
+    /* Which of a node's dependencies the simulated driver runs first (both
+     * runs): a copy cubatch issued without an ordering the program had (a wait
+     * for a side submission missed) then runs before what it should follow. */
+    if (pct(50))
+        snprintf(env[k++], 96, "CUSIM_DEP_ORDER=reverse");
     (void)max;
     rng_state = save;
     return k;

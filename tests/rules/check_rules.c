@@ -544,6 +544,39 @@ START_TEST(ptds_side_stream_waits_for_a_copy_passed_ahead)
 }
 END_TEST
 
+START_TEST(ptds_owner_copy_after_a_timer_side_submission)
+{
+    /* the timer submits the owner's run on the side stream; the owner's next
+     * copy passes as a burst's first and overwrites what the run read: it must
+     * wait for the side submission (the copy kernel's engine choice, so that
+     * rule 12 tracks the per-thread stream's compute and queries it) */
+    const char *const env[] = {"CUBATCH_ENGINE=auto", NULL};
+    struct pair p = both("ptds_timer_pass", env);
+    ck_assert_int_eq(num_of(&p.shim, "side_waits: "), 1);
+    STAT_EQ(p.shim, "flush_timer", 1);
+    STAT_GE(p.shim, "side_submits", 1);
+    STAT_GE(p.shim, "load_queries", 1);
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(ptds_owner_copy_after_a_switch_off_by_another_thread)
+{
+    /* another thread's cubatch_set_enabled(0) submits the owner's run on the
+     * side stream; the owner's next copy passes as cubatch is off and
+     * overwrites what the run read: it must wait for the side submission
+     * (the simulated driver runs the stream's own earlier work before what it
+     * waits for, so a copy not ordered after the submission runs first) */
+    const char *const env[] = {"CUSIM_DEP_ORDER=reverse", NULL};
+    struct pair p = both("ptds_pause_pass", env);
+    ck_assert_int_eq(num_of(&p.shim, "switched_off: "), 0);
+    STAT_EQ(p.shim, "flush_api", 1);
+    STAT_GE(p.shim, "side_submits", 1);
+    STAT_EQ(p.shim, "pass_disabled", 1);
+    pair_free(&p);
+}
+END_TEST
+
 START_TEST(ptds_other_thread_legacy)
 {
     struct pair p = both("ptds_legacy", NULL);
@@ -2033,7 +2066,9 @@ int main(void)
         {"capture", TH_TESTS(capture_flushes_then_passes_through, captures_meet_only_calls_the_driver_allows)},
         {"legacy", TH_TESTS(legacy_work_follows_blocking_runs, legacy_copies_never_batch)},
         {"per_thread_stream", TH_TESTS(ptds_own_thread, ptds_other_thread_ctx_sync, ptds_other_thread_legacy,
-                                       ptds_side_stream_waits_for_a_copy_passed_ahead)},
+                                       ptds_side_stream_waits_for_a_copy_passed_ahead,
+                                       ptds_owner_copy_after_a_timer_side_submission,
+                                       ptds_owner_copy_after_a_switch_off_by_another_thread)},
         {"hazards", TH_TESTS(dependent_chain, source_overwritten_later)},
         {"observers", TH_TESTS(query_observes, event_observes, host_function_observes, stream_destroy_and_reuse,
                                free_flushes_and_forgets, many_threads, context_event_observes, threads_on_streams_at_once)},

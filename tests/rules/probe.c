@@ -1569,6 +1569,87 @@ static void compute(CUfunction f, CUstream s, unsigned blocks_per_sm, unsigned p
     CK(cuLaunchKernel(f, blocks_per_sm * (unsigned)sms, 1, 1, 256, 1, 1, 0, s, params, NULL));
 }
 
+/* The timer submits the owner's per-thread run on the side stream while its
+ * thread computes on the CPU (rule 4); the owner's next copy, the first of a new
+ * burst, passes through and overwrites what the last queued copy reads: it must
+ * wait for the side submission like any other call naming the stream.  On the
+ * simulated driver nothing runs until something waits; here cubatch's own query
+ * of this per-thread stream (rule 12: a kernel filling the GPU ran there, and the
+ * second upload on another stream begins a segment that asks) runs the stream,
+ * and a copy not ordered after the side submission runs before it
+ * (tests/fuzz/regressions/609409.ops, where the pace rule's look submitted). */
+static void sc_ptds_timer_pass(void)
+{
+    unsigned char *src = malloc(N * SZ);
+    fill(src, N * SZ, 61);
+    CUdeviceptr d = devfilled(src, N * SZ), d2 = devmem(2 * SZ);
+    unsigned char *out = pinned(N * SZ), *first = pinned(SZ), *up = pinned(SZ);
+    fill(up, SZ, 62);
+    CUstream s2 = mkstream(0);
+    compute(compute_fn(), CU_STREAM_PER_THREAD, 8, 0);
+    CK(cuMemcpyDtoHAsync_v2_ptsz(first, d, SZ, NULL)); /* a burst's first: passes */
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2_ptsz(out + (size_t)i * SZ, d + (size_t)i * SZ, SZ, NULL));
+    /* CPU work until the timer has submitted the run (its side stream waits for
+     * the run's opening): up to 10 s of real time, 10 us of virtual time a step */
+    unsigned long before = sim_count("cuStreamWaitEvent"), got = 0;
+    for (int k = 0; shim_present() && k < 10000 && !got; k++) {
+        pass_time_us(10);
+        poll(NULL, 0, 1);
+        got = sim_count("cuStreamWaitEvent") - before;
+    }
+    printf("side_waits: %lu\n", got ? 1ul : 0ul);
+    CK(cuMemcpyHtoDAsync_v2_ptsz(d + N * SZ - 1, up, 1, NULL)); /* after the queued copies' reads */
+    CK(cuMemcpyHtoDAsync_v2(d2, up, SZ, s2));
+    CK(cuMemcpyHtoDAsync_v2(d2 + SZ, up, SZ, s2));
+    CK(cuStreamSynchronize_ptsz(NULL));
+    CK(cuCtxSynchronize());
+    expect("copies the timer submitted, then the owner's next copy", out, src, N * SZ);
+    free(src);
+}
+
+/* Another thread switches cubatch off while the owner's per-thread run holds
+ * copies: its flush submits them on the side stream (rule 4).  The owner's next
+ * copy, issued as it came now that cubatch is off, overwrites what the last of
+ * them reads: it must wait for that submission all the same.  The program's
+ * query of its per-thread stream runs the stream on the simulated driver, so a
+ * copy not ordered after the side submission runs before it. */
+static void *switch_off_run(void *arg)
+{
+    CK(cuCtxSetCurrent(g_ctx));
+    int (*set)(int) = (int (*)(int))dlsym(RTLD_DEFAULT, "cubatch_set_enabled");
+    *(int *)arg = set ? set(0) : -1;
+    return NULL;
+}
+static void sc_ptds_pause_pass(void)
+{
+    unsigned char *src = malloc(N * SZ);
+    fill(src, N * SZ, 65);
+    CUdeviceptr d = devfilled(src, N * SZ);
+    unsigned char *out = pinned(N * SZ), *first = pinned(SZ), *up = pinned(SZ);
+    fill(up, SZ, 66);
+    CK(cuMemcpyDtoHAsync_v2_ptsz(first, d, SZ, NULL)); /* a burst's first: passes */
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2_ptsz(out + (size_t)i * SZ, d + (size_t)i * SZ, SZ, NULL));
+    int off = 0;
+    pthread_t th;
+    pthread_create(&th, NULL, switch_off_run, &off);
+    pthread_join(th, NULL);
+    if (off != -1)
+        printf("switched_off: %d\n", off);
+    CK(cuMemcpyHtoDAsync_v2_ptsz(d + N * SZ - 1, up, 1, NULL)); /* after the queued copies' reads */
+    CUresult q = cuStreamQuery_ptsz(NULL);
+    if (q != CUDA_SUCCESS && q != CUDA_ERROR_NOT_READY)
+        CK(q);
+    CK(cuStreamSynchronize_ptsz(NULL));
+    CK(cuCtxSynchronize());
+    expect("copies submitted by another thread's switch, then the owner's next copy", out, src, N * SZ);
+    int (*set)(int) = (int (*)(int))dlsym(RTLD_DEFAULT, "cubatch_set_enabled");
+    if (set)
+        set(1);
+    free(src);
+}
+
 enum sm_mode { SM_BUSY, SM_IDLE_SYNC, SM_IDLE_EVENT, SM_IDLE_QUERY, SM_ROOM, SM_BUSY_D2D, SM_BUSY_LEGACY,
                SM_LEGACY_COMPUTE, SM_DESTROYED };
 
@@ -3192,7 +3273,9 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"event", sc_event},           {"legacy", sc_legacy},
     {"legacy_copies", sc_legacy_copies},
     {"ptds_ctxsync", sc_ptds_ctxsync}, {"ptds_legacy", sc_ptds_legacy},
-    {"ptds_own", sc_ptds_own},     {"ptds_pass_ahead", sc_ptds_pass_ahead},     {"capture", sc_capture},
+    {"ptds_own", sc_ptds_own},     {"ptds_timer_pass", sc_ptds_timer_pass},
+    {"ptds_pause_pass", sc_ptds_pause_pass}, {"ptds_pass_ahead", sc_ptds_pass_ahead},
+    {"capture", sc_capture},
     {"destroy", sc_destroy},       {"pageable", sc_pageable},
     {"timer", sc_timer},           {"fork", sc_fork},
     {"exit", sc_exit},             {"errors", sc_errors},
