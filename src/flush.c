@@ -131,6 +131,24 @@ CUresult cb_flush_legacy(void) { return flush_unless_idle(CB_BLOCKING_RUNS, CB_W
 
 CUresult cb_flush_all(enum cb_flush_why why) { return flush_unless_idle(CB_ALL_RUNS, why); }
 
+/* Does work on s follow the legacy stream's earlier work (rule 3's mirror
+ * image)?  A created stream's flags are asked only of a stream that does not
+ * capture, under capture.c's lock (rule 13: cuStreamGetFlags of a capturing
+ * stream invalidates its capture).  A legacy run can be counted non-empty
+ * while a capture runs, for an instant: a legacy copy that found no capture
+ * counted counts its run before it reads the captures again and takes itself
+ * back (copy.c, legacy_run_raced_a_capture).  Work captured into a graph runs
+ * when the graph does: it follows no legacy run. */
+static int follows_legacy(CUstream s, enum cb_stream_kind sk)
+{
+    if (sk != CB_SK_CREATED)
+        return 1; /* per-thread streams synchronize with the legacy stream: nothing asked */
+    cb_capture_lock();
+    int follows = cb_capture_stream_free(s, 0) && cb_stream_blocking(s, sk);
+    cb_capture_unlock();
+    return follows;
+}
+
 CUresult cb_flush_cross(CUstream s, enum cb_stream_kind sk)
 {
     if (!cb_runs_cross_pending(sk))
@@ -140,7 +158,7 @@ CUresult cb_flush_cross(CUstream s, enum cb_stream_kind sk)
      * too) follows the legacy stream's earlier work, so a legacy run goes first. */
     if (sk == CB_SK_LEGACY)
         return flush_matching(CB_BLOCKING_NOT_LEGACY, CB_WHY_flush_legacy);
-    if (cb_runs_legacy_pending() && cb_stream_blocking(s, sk))
+    if (cb_runs_legacy_pending() && follows_legacy(s, sk))
         return flush_matching(CB_LEGACY_RUNS, CB_WHY_flush_legacy);
     return CUDA_SUCCESS;
 }

@@ -5,6 +5,7 @@
  * driver that answers from a known set of ranges. */
 #include "run.h"
 #include "allocs.h"
+#include "capture.h"
 #define TH_WITH_CHECK 1
 #include "../harness/harness.h"
 
@@ -455,6 +456,49 @@ START_TEST(alloc_table_readers_race_a_writer)
 }
 END_TEST
 
+/* Rule 13 against rule 3's mirror image (tests/fuzz/regressions/6b.ops):
+ * a legacy run is counted non-empty for an instant while a capture runs (a
+ * legacy copy that found no capture joins its run, counts it, then sees the
+ * capture and takes itself back: copy.c, legacy_run_raced_a_capture).  A call
+ * naming the capturing stream that reads the count then must not ask the
+ * stream's flags (cuStreamGetFlags of a capturing stream invalidates the
+ * capture); another created stream is still asked. */
+#define CAP_STREAM ((CUstream)(uintptr_t)0x5000)
+#define OTHER_STREAM ((CUstream)(uintptr_t)0x6000)
+static int flags_asked_cap, flags_asked_other;
+static CUresult CUDAAPI fake_is_capturing(CUstream s, CUstreamCaptureStatus *st)
+{
+    *st = s == CAP_STREAM ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+    return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI fake_get_flags(CUstream s, unsigned int *flags)
+{
+    if (s == CAP_STREAM) {
+        flags_asked_cap++;
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* and the capture is invalidated */
+    }
+    flags_asked_other++;
+    *flags = CU_STREAM_NON_BLOCKING;
+    return CUDA_SUCCESS;
+}
+
+START_TEST(legacy_order_asks_no_capturing_stream)
+{
+    struct cb_driver saved = cb_drv;
+    cb_drv.cuStreamIsCapturing = fake_is_capturing;
+    cb_drv.cuStreamGetFlags = fake_get_flags;
+    atomic_fetch_add(&cb_captures_n, 1);       /* a capture counted and begun */
+    atomic_fetch_add(&cb_legacy_nonempty, 1);  /* the instant a taken-back copy counts its run */
+    ck_assert_int_eq(cb_flush_cross(CAP_STREAM, CB_SK_CREATED), CUDA_SUCCESS);
+    ck_assert_msg(flags_asked_cap == 0, "the capturing stream's flags were asked %d time(s)", flags_asked_cap);
+    ck_assert_int_eq(cb_flush_cross(OTHER_STREAM, CB_SK_CREATED), CUDA_SUCCESS);
+    ck_assert_int_eq(flags_asked_other, 1);
+    atomic_fetch_sub(&cb_legacy_nonempty, 1);
+    atomic_fetch_sub(&cb_captures_n, 1);
+    cb_drv = saved;
+}
+END_TEST
+
 int main(void)
 {
     const struct th_case cases[] = {
@@ -463,6 +507,7 @@ int main(void)
         {"classification", TH_TESTS(classify_matches_the_driver, classify_drops_a_range_the_driver_redrew,
                                     alloc_table_finds_removes_and_grows, alloc_table_readers_race_a_writer)},
         {"hazards", TH_TESTS(hazard_rules, hazard_matches_brute_force)},
+        {"captures", TH_TESTS(legacy_order_asks_no_capturing_stream)},
     };
     /* check's default limit per test */
     return th_check_main("units", cases, sizeof cases / sizeof cases[0], 4);
