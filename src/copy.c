@@ -334,23 +334,31 @@ pass:
 
 /* ---- the decision ------------------------------------------------------------------ */
 
+/* Batching off for good (rule 2's version rule, CUBATCH_ENABLE=0) or switched
+ * off (cubatch_set_enabled(0)): the copy goes out as it came.  Switched off, a
+ * run may still hold something of its stream's: copies the switch's flush has
+ * not reached yet, or a per-thread run's side submission its stream must wait
+ * for (rule 4).  That goes first, as before any call naming the stream;
+ * nothing to do while no run holds anything.  Kept out of copy_one, whose
+ * every copy would pay for this call's registers. */
+static __attribute__((noinline)) CUresult issue_unbatched(int hook, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
+                                                          CUstream stream, int ptsz)
+{
+    struct cb_tstats *t = cb_stats_thread();
+    cb_bump(&t->v[!cb_batching && cb_opt(CB_OPT_enable) ? CB_ST_pass_version : CB_ST_pass_disabled], 1);
+    cb_bump(&t->v[CB_ST_copies_unknown], 1);
+    CUresult fe = cb_flush_stream(stream, ptsz, CB_WHY_flush_passthrough);
+    return cb_first_error(fe, cb_issue_copy(hook, dst, src, bytes, stream));
+}
+
 static CUresult copy_one(int hook, int ptsz, enum cb_direction entry_dir, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
                          CUstream stream)
 {
     struct cb_tstats *t = cb_stats_thread();
     cb_bump(&t->calls[hook], 1);
     cb_bump(&t->v[CB_ST_copies], 1);
-    if (!cb_batching || cb_flush_paused()) {
-        cb_bump(&t->v[!cb_batching && cb_opt(CB_OPT_enable) ? CB_ST_pass_version : CB_ST_pass_disabled], 1);
-        cb_bump(&t->v[CB_ST_copies_unknown], 1);
-        /* Switched off, a run may still hold something of this stream's: copies
-         * the switch's flush has not reached yet, or a per-thread run's side
-         * submission its stream must wait for (rule 4).  That goes first, as
-         * before any call naming the stream; nothing to do while no run holds
-         * anything. */
-        CUresult fe = cb_flush_stream(stream, ptsz, CB_WHY_flush_passthrough);
-        return cb_first_error(fe, cb_issue_copy(hook, dst, src, bytes, stream));
-    }
+    if (!cb_batching || cb_flush_paused())
+        return issue_unbatched(hook, dst, src, bytes, stream, ptsz);
     /* every member set here or before its first use: no zeroing of the whole */
     struct cb_copy_req rq;
     rq.hook = hook;
