@@ -690,24 +690,6 @@ void cb_run_found_slow(struct cb_run *run, uint64_t pace_ns, uint64_t now)
     run->pace.last_copy_ns = now;
 }
 
-int cb_run_feed_copy(struct cb_run *run)
-{
-    /* The chunks follow the engine the previous submission of this stream
-     * took; what decides the length changes only when the run opens, a copy
-     * outside the kernel's reach or the first host-to-device copy joins, so
-     * it is computed again only then. */
-    struct cb_feed *fd = &run->feed;
-    int kernel_chunks = run->q.kernel_ok && !(run->facts.sm_busy && run->q.has_host);
-    unsigned shape = 1u | (unsigned)kernel_chunks << 1 | (unsigned)fd->has_h2d << 2;
-    if (CB_UNLIKELY(shape != fd->chunk_shape)) {
-        fd->chunk_shape = shape;
-        fd->chunk_at = cb_engine_chunk(kernel_chunks, fd->has_h2d, fd->chunks);
-    }
-    if (run->q.n >= fd->chunk_at)
-        fd->chunk_due = 1;
-    return fd->chunk_due;
-}
-
 void cb_run_chunk_sent(struct cb_run *run) { run->feed.chunks++; }
 
 void cb_run_chunks_end(struct cb_run *run) { run->feed.chunks = 0; }

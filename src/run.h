@@ -224,7 +224,21 @@ void cb_run_found_slow(struct cb_run *run, uint64_t pace_ns, uint64_t now);
 /* A copy joined: the chunk length (by the engine its previous submission took)
  * computed again when what decides it changed; 1 when the run reached it (it
  * goes out now, or when the stream's next copy comes if it holds records). */
-int cb_run_feed_copy(struct cb_run *run);
+static inline int cb_run_feed_copy(struct cb_run *run)
+{
+    /* what decides the length changes only when the run opens, a copy outside
+     * the kernel's reach or the first host-to-device copy joins */
+    struct cb_feed *fd = &run->feed;
+    int kernel_chunks = run->q.kernel_ok && !(run->facts.sm_busy && run->q.has_host);
+    unsigned shape = 1u | (unsigned)kernel_chunks << 1 | (unsigned)fd->has_h2d << 2;
+    if (CB_UNLIKELY(shape != fd->chunk_shape)) {
+        fd->chunk_shape = shape;
+        fd->chunk_at = cb_engine_chunk(kernel_chunks, fd->has_h2d, fd->chunks);
+    }
+    if (run->q.n >= fd->chunk_at)
+        fd->chunk_due = 1;
+    return fd->chunk_due;
+}
 void cb_run_chunk_sent(struct cb_run *run);  /* a chunk went out: the next is longer */
 void cb_run_chunks_end(struct cb_run *run);  /* a flush that ends the growth */
 void cb_run_orphan(struct cb_run *run);      /* its per-thread stream's owner exited */
