@@ -391,7 +391,7 @@ static CUresult copy_one(int hook, int ptsz, enum cb_direction entry_dir, CUdevi
     if (!why) {
         enum cb_direction d = direction(rq.dcls.kind, rq.scls.kind);
         cb_bump(&t->v[cb_direction_stat(d)], 1);
-        if (bytes > cb_opt(CB_OPT_max_copy) || !cb_policy_defer(d, bytes)) {
+        if (!cb_policy_defers(d, bytes)) {
             /* Eligible memory, just not worth batching.  This copy is asynchronous
              * and holds the host to nothing, so issuing it ahead of the queued run
              * is unobservable unless their ranges overlap (rule 5): only then must

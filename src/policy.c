@@ -34,6 +34,10 @@ struct cb_policy {
 
 static const char cb_policy_default_text[] = "h2d:0-max,d2h:0-max,d2d:0-max";
 static struct cb_policy cb_policy_table;
+/* Per direction, the largest copy the installed policy surely defers without a
+ * look at its bands: the top of a first band that starts at 0 or 1 byte,
+ * capped by CUBATCH_MAX_COPY (0: ask the bands).  The copy path reads it. */
+size_t cb_policy_sure[CB_D_COUNT] CB_COPY_PATH;
 
 /* The words of directions.def, by enum cb_direction. */
 const char *const cb_direction_names[CB_D_COUNT] = {
@@ -198,6 +202,11 @@ int cb_policy_load(const char *text, char *why, size_t wlen)
         rc = -1;
     }
     cb_policy_table = p;
+    for (int d = 0; d < CB_D_COUNT; d++) {
+        const struct cb_band *b = &p.band[d][0];
+        uint64_t top = p.nband[d] && b->lo <= 1 ? b->hi - 1 : 0;
+        cb_policy_sure[d] = (size_t)(top < cb_opt(CB_OPT_max_copy) ? top : cb_opt(CB_OPT_max_copy));
+    }
     cb_opt_set_shown(CB_OPT_policy, describe(shown, sizeof shown));
     return rc;
 }

@@ -129,6 +129,28 @@ START_TEST(policy_default_follows_measurement)
 }
 END_TEST
 
+/* The installed policy answers the copy path without walking its bands for
+ * the sizes its first band holds (cb_policy_sure): every answer, at every band
+ * edge, is the bands' own, and CUBATCH_MAX_COPY still caps them. */
+START_TEST(policy_installed_answers_as_its_bands)
+{
+    const char *texts[] = {NULL, "h2d:0-8K,h2d:28K-max,d2h:0-max", "d2h:1K-2K", "h2d:1-4K,d2d:0-16K", "d2h:2-3K", "all", "none"};
+    const size_t sizes[] = {1, 2, 1023, 1024, 2047, 2048, 4095, 4096, 4097, 8191, 8192, 16383, 16384,
+                            28671, 28672, (1 << 20) - 1, 1 << 20};
+    char why[256];
+    for (size_t t = 0; t < sizeof texts / sizeof *texts; t++) {
+        ck_assert_int_eq(cb_policy_load(texts[t], why, sizeof why), 0);
+        for (int d = 0; d < CB_D_COUNT; d++) {
+            for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+                ck_assert_msg(cb_policy_defers(d, sizes[i]) == cb_policy_try(texts[t], d, sizes[i]),
+                              "policy \"%s\", direction %d, %zu bytes", texts[t] ? texts[t] : "default", d, sizes[i]);
+            ck_assert_int_eq(cb_policy_defers(d, (1 << 20) + 1), 0); /* over CUBATCH_MAX_COPY */
+        }
+    }
+    ck_assert_int_eq(cb_policy_load(NULL, why, sizeof why), 0);
+}
+END_TEST
+
 START_TEST(policy_parsing)
 {
     ck_assert_int_eq(cb_policy_try("all", H2D, 16384), 1);
@@ -503,7 +525,8 @@ int main(void)
 {
     const struct th_case cases[] = {
         {"options", TH_TESTS(bool_words, option_table_checks_itself, sizes_and_ranges, enums, sizes_as_documented)},
-        {"policy", TH_TESTS(policy_default_follows_measurement, policy_parsing, policy_bands_checked)},
+        {"policy", TH_TESTS(policy_default_follows_measurement, policy_installed_answers_as_its_bands, policy_parsing,
+                                    policy_bands_checked)},
         {"classification", TH_TESTS(classify_matches_the_driver, classify_drops_a_range_the_driver_redrew,
                                     alloc_table_finds_removes_and_grows, alloc_table_readers_race_a_writer)},
         {"hazards", TH_TESTS(hazard_rules, hazard_matches_brute_force)},
