@@ -5,7 +5,7 @@
 #
 # DIR/bench_copies, DIR/copy_path and DIR/bench_threads (C11, driver API, -lcuda), DIR/inproc_lone
 # (C11, loads the driver and cubatch with dlopen), DIR/kv_swap and
-# DIR/load_bench and DIR/prio_probe (runtime API).
+# DIR/load_bench, DIR/prio_probe and DIR/stage_probe (runtime API).
 # Environment: NVCC (else configure's, in a build tree), CC, CUDA_HOME,
 # NVCC_GENCODE (tests/harness/lib.sh: cb_cuda_toolkit, cb_gencode, as
 # tests/gpu/build-gpu-tests.sh).  bench/*.py are scripts: nothing to build.
@@ -28,6 +28,9 @@ ${CC:-cc} -std=c11 -O2 -Wall -Wextra -I"$cuda/include" "$src/bench_copies.c" \
 "$nvcc" -std=c++17 -O2 $gencode -Xcompiler -Wall,-Wextra "$src/load_bench.cu" -o "$out/load_bench" -lcublas
 # shellcheck disable=SC2086
 "$nvcc" -std=c++17 -O2 $gencode -Xcompiler -Wall,-Wextra "$src/prio_probe.cu" -o "$out/prio_probe" -lcublas
+# shellcheck disable=SC2086
+"$nvcc" -std=c++17 -O2 $gencode -Xcompiler -Wall,-Wextra "$src/stage_probe.cu" -o "$out/stage_probe" -lcublas \
+    -L"$stubs" -lcuda
 ${CC:-cc} -std=c11 -O2 -Wall -Wextra -I"$cuda/include" "$src/copy_path.c" -o "$out/copy_path" -L"$stubs" -lcuda
 ${CC:-cc} -std=c11 -O2 -Wall -Wextra -I"$cuda/include" "$src/inproc_lone.c" -o "$out/inproc_lone" -ldl
 ${CC:-cc} -std=c11 -O2 -Wall -Wextra -pthread -I"$cuda/include" "$src/bench_threads.c" \

@@ -1,0 +1,172 @@
+// stage_probe.cu - beside long cuBLAS products, which way of submitting many
+// small host-to-device copies from pinned host memory finishes first?  An
+// exploration for issue 24 (no cubatch involved): bf16 N x N x N products fill
+// the GPU on one stream; then COPIES blocks of BYTES are copied to one device
+// buffer on a non-blocking stream, timed from the first call to the end of a
+// synchronize of that stream:
+//   loop_blk   cudaMemcpyAsync one by one, a pinned allocation per block (PyTorch)
+//   loop_one   the same from one pinned buffer
+//   batch_blk  cuMemcpyBatchAsync in chunks of 32, a pinned allocation per block
+//   batch_one  the same from one pinned buffer
+//   ovl_blk    batch_blk with CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE
+//   stage      each chunk of 32 blocks first copied by the CPU into one pinned
+//              staging buffer, then one batch of 32 from it
+//   stage_one  every block copied by the CPU into the staging buffer, then one
+//              cudaMemcpyAsync of it all (destinations contiguous: a bound)
+// Configurations rotate from round to round; medians over rounds.
+//   stage_probe [--copies 256] [--bytes 4096] [--rounds 9] [--n 8192] [--gemms 8]
+#include <cublas_v2.h>
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#define CK(x)                                                                                    \
+    do {                                                                                         \
+        cudaError_t e_ = (x);                                                                    \
+        if (e_ != cudaSuccess) {                                                                 \
+            fprintf(stderr, "stage_probe: %s: %s (line %d)\n", #x, cudaGetErrorString(e_), __LINE__); \
+            exit(1);                                                                             \
+        }                                                                                        \
+    } while (0)
+#define CU(x)                                                                         \
+    do {                                                                              \
+        CUresult r_ = (x);                                                            \
+        if (r_ != CUDA_SUCCESS) {                                                     \
+            fprintf(stderr, "stage_probe: %s: error %d (line %d)\n", #x, (int)r_, __LINE__); \
+            exit(1);                                                                  \
+        }                                                                             \
+    } while (0)
+
+static double now_us()
+{
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+enum { LOOP_BLK, LOOP_ONE, BATCH_BLK, BATCH_ONE, OVL_BLK, STAGE, STAGE_ONE, NC };
+static const char *names[NC] = {"loop_blk", "loop_one", "batch_blk", "batch_one", "ovl_blk", "stage", "stage_one"};
+
+int main(int argc, char **argv)
+{
+    int copies = 256, rounds = 9, n = 8192, gemms = 8;
+    size_t bytes = 4096;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--copies")) copies = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--bytes")) bytes = (size_t)atol(argv[i + 1]);
+        else if (!strcmp(argv[i], "--rounds")) rounds = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--n")) n = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--gemms")) gemms = atoi(argv[i + 1]);
+    }
+    const int chunk = 32;
+    cudaStream_t prog, gs;
+    CK(cudaStreamCreateWithFlags(&prog, cudaStreamNonBlocking));
+    CK(cudaStreamCreateWithFlags(&gs, cudaStreamNonBlocking));
+    std::vector<char *> blk(copies);
+    char *one, *staging, *dev;
+    CK(cudaMalloc(&dev, bytes * copies));
+    CK(cudaHostAlloc((void **)&one, bytes * copies, cudaHostAllocDefault));
+    CK(cudaHostAlloc((void **)&staging, bytes * copies, cudaHostAllocDefault));
+    for (int i = 0; i < copies; i++) {
+        CK(cudaHostAlloc((void **)&blk[i], bytes, cudaHostAllocDefault));
+        memset(blk[i], i & 0xff, bytes);
+        memset(one + i * bytes, i & 0xff, bytes);
+    }
+    std::vector<CUdeviceptr> dsts(copies), srcs(copies);
+    std::vector<size_t> sizes(copies, bytes);
+    __nv_bfloat16 *a, *b, *c;
+    CK(cudaMalloc(&a, sizeof(*a) * n * n));
+    CK(cudaMalloc(&b, sizeof(*b) * n * n));
+    CK(cudaMalloc(&c, sizeof(*c) * n * n));
+    CK(cudaMemset(a, 0, sizeof(*a) * n * n));
+    CK(cudaMemset(b, 0, sizeof(*b) * n * n));
+    cublasHandle_t blas;
+    if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS || cublasSetStream(blas, gs) != CUBLAS_STATUS_SUCCESS)
+        return fprintf(stderr, "stage_probe: cublas\n"), 1;
+    float fone = 1, zero = 0;
+    std::vector<std::vector<double>> t(NC), tg(NC);
+    cudaEvent_t g0, g1;
+    CK(cudaEventCreate(&g0));
+    CK(cudaEventCreate(&g1));
+    CUmemcpyAttributes attr_plain = {}, attr_ovl = {};
+    attr_plain.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    attr_ovl.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    attr_ovl.flags = CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE;
+    size_t idx0 = 0;
+    for (int r = -1; r < rounds; r++) {
+        for (int k = 0; k < NC; k++) {
+            int cfg = (k + (r < 0 ? 0 : r)) % NC;
+            CK(cudaDeviceSynchronize());
+            CK(cudaMemset(dev, 0, bytes * copies));
+            CK(cudaDeviceSynchronize());
+            CK(cudaEventRecord(g0, gs));
+            for (int g = 0; g < gemms; g++)
+                if (cublasGemmEx(blas, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &fone, a, CUDA_R_16BF, n, b, CUDA_R_16BF, n, &zero, c,
+                                 CUDA_R_16BF, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
+                    return fprintf(stderr, "stage_probe: gemm\n"), 1;
+            CK(cudaEventRecord(g1, gs));
+            if (gemms > 0) {
+                double s0 = now_us();
+                while (now_us() - s0 < 2000) { } // the products take the GPU
+            }
+            double t0 = now_us();
+            if (cfg == LOOP_BLK || cfg == LOOP_ONE) {
+                for (int i = 0; i < copies; i++)
+                    CK(cudaMemcpyAsync(dev + i * bytes, cfg == LOOP_BLK ? blk[i] : one + i * bytes, bytes,
+                                       cudaMemcpyHostToDevice, prog));
+            } else if (cfg == STAGE_ONE) {
+                for (int i = 0; i < copies; i++)
+                    memcpy(staging + i * bytes, blk[i], bytes);
+                CK(cudaMemcpyAsync(dev, staging, bytes * copies, cudaMemcpyHostToDevice, prog));
+            } else {
+                for (int i0 = 0; i0 < copies; i0 += chunk) {
+                    int m = std::min(chunk, copies - i0);
+                    for (int i = i0; i < i0 + m; i++) {
+                        const char *s = cfg == BATCH_ONE ? one + i * bytes : blk[i];
+                        if (cfg == STAGE) {
+                            memcpy(staging + i * bytes, blk[i], bytes);
+                            s = staging + i * bytes;
+                        }
+                        dsts[i] = (CUdeviceptr)(dev + i * bytes);
+                        srcs[i] = (CUdeviceptr)s;
+                    }
+                    CU(cuMemcpyBatchAsync(&dsts[i0], &srcs[i0], &sizes[i0], m, cfg == OVL_BLK ? &attr_ovl : &attr_plain,
+                                          &idx0, 1, (CUstream)prog));
+                }
+            }
+            CK(cudaStreamSynchronize(prog));
+            double t1 = now_us();
+            CK(cudaDeviceSynchronize());
+            float gms = 0;
+            if (gemms > 0)
+                CK(cudaEventElapsedTime(&gms, g0, g1));
+            for (int i = 0; i < copies; i += copies / 4 + 1) {
+                unsigned char x;
+                CK(cudaMemcpy(&x, dev + i * bytes + bytes - 1, 1, cudaMemcpyDeviceToHost));
+                if (x != (unsigned char)(i & 0xff))
+                    return fprintf(stderr, "stage_probe: %s: copy %d wrong\n", names[cfg], i), 1;
+            }
+            if (r >= 0) {
+                t[cfg].push_back(t1 - t0);
+                tg[cfg].push_back(gms * 1000.0);
+            }
+        }
+    }
+    printf("stage_probe copies=%d bytes=%zu n=%d gemms=%d rounds=%d\n", copies, bytes, n, gemms, rounds);
+    double base = 0;
+    for (int k = 0; k < NC; k++) {
+        std::sort(t[k].begin(), t[k].end());
+        std::sort(tg[k].begin(), tg[k].end());
+        double med = t[k][t[k].size() / 2];
+        if (k == LOOP_BLK)
+            base = med;
+        printf("%-10s done after %9.1f us (min %9.1f, max %9.1f)  loop_blk/this %5.2f  products %9.1f us\n", names[k], med,
+               t[k].front(), t[k].back(), base / med, tg[k][tg[k].size() / 2]);
+    }
+    return 0;
+}
