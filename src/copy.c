@@ -48,6 +48,13 @@ static enum cb_stat_id memory_verdict(const struct cb_copy_req *rq, enum cb_dire
     return 0;
 }
 
+/* Does the policy defer a copy of this size?  The sizes a first band from 0 or
+ * 1 byte holds are answered from one word (policy.c), without a call. */
+static int policy_defers(enum cb_direction d, size_t bytes)
+{
+    return (bytes && bytes <= cb_policy_sure[d]) || cb_policy_defer(d, bytes);
+}
+
 /* ---- the pace of a stream ------------------------------------------------------ */
 
 /* ---- deferring ------------------------------------------------------------------ */
@@ -391,7 +398,7 @@ static CUresult copy_one(int hook, int ptsz, enum cb_direction entry_dir, CUdevi
     if (!why) {
         enum cb_direction d = direction(rq.dcls.kind, rq.scls.kind);
         cb_bump(&t->v[cb_direction_stat(d)], 1);
-        if (!cb_policy_defers(d, bytes)) {
+        if (!policy_defers(d, bytes)) {
             /* Eligible memory, just not worth batching.  This copy is asynchronous
              * and holds the host to nothing, so issuing it ahead of the queued run
              * is unobservable unless their ranges overlap (rule 5): only then must

@@ -206,12 +206,9 @@ void cb_classes_forget_context(CUcontext ctx);
 /* 0 ok; -1 refused (the default is installed, *why says what was wrong). */
 int cb_policy_load(const char *text, char *why, size_t wlen);
 int cb_policy_defer(enum cb_direction d, size_t bytes);
+/* Per direction, the largest copy the installed policy surely defers without a
+ * look at its bands (0: ask cb_policy_defer). */
 extern size_t cb_policy_sure[CB_D_COUNT];
-/* The same answer, without a call for the sizes a first band from 0 or 1 holds. */
-static inline int cb_policy_defers(enum cb_direction d, size_t bytes)
-{
-    return (bytes && bytes <= cb_policy_sure[d]) || cb_policy_defer(d, bytes);
-}
 /* A policy text evaluated without installing it: 1 defer, 0 not, -1 refused. */
 int cb_policy_try(const char *text, enum cb_direction d, size_t bytes);
 /* 0 when the text is a valid policy under max_copy, else -1 and why. */
