@@ -19,6 +19,8 @@ EXTRA_DIST += \
 	bench/copy_path.c \
 	bench/inproc_lone.c \
 	bench/prio_probe.cu \
+	bench/stage_probe.cu \
+	bench/torch_batch_probe.py \
 	bench/instructions.sh \
 	bench/campaign-extras.sh \
 	bench/bench_threads.c \
