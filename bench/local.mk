@@ -20,6 +20,7 @@ EXTRA_DIST += \
 	bench/inproc_lone.c \
 	bench/prio_probe.cu \
 	bench/stage_probe.cu \
+	bench/probe.h \
 	bench/torch_batch_probe.py \
 	bench/instructions.sh \
 	bench/campaign-extras.sh \

@@ -10,12 +10,9 @@
 //             waited by the priority stream, and one back
 // Configurations rotate from round to round; medians over rounds.
 //   prio_probe [--copies 1024] [--bytes 16384] [--rounds 9] [--n 8192] [--gemms 8]
-#include <cublas_v2.h>
-#include <cuda_bf16.h>
-#include <cuda_runtime.h>
+#include "probe.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -41,22 +38,12 @@ __global__ void copy_blocks(const desc *d)
         t[i] = s[i];
 }
 
-static double now_us()
-{
-    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 int main(int argc, char **argv)
 {
-    int copies = 1024, rounds = 9, n = 8192, gemms = 8;
-    size_t bytes = 16384;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--copies")) copies = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--bytes")) bytes = (size_t)atol(argv[i + 1]);
-        else if (!strcmp(argv[i], "--rounds")) rounds = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--n")) n = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--gemms")) gemms = atoi(argv[i + 1]);
-    }
+    probe_args args = {1024, 16384, 9, 8192, 8};
+    probe_parse(argc, argv, &args);
+    const int copies = args.copies, rounds = args.rounds, n = args.n, gemms = args.gemms;
+    const size_t bytes = args.bytes;
     int lo, hi;
     CK(cudaDeviceGetStreamPriorityRange(&lo, &hi));
     cudaStream_t prog, normal, prio;
@@ -79,38 +66,18 @@ int main(int argc, char **argv)
         d[i] = {(unsigned long long)(dev + i * bytes), (unsigned long long)host[i], bytes};
     desc *dd;
     CK(cudaHostGetDevicePointer((void **)&dd, d, 0));
-    __nv_bfloat16 *a, *b, *c;
-    CK(cudaMalloc(&a, sizeof(*a) * n * n));
-    CK(cudaMalloc(&b, sizeof(*b) * n * n));
-    CK(cudaMalloc(&c, sizeof(*c) * n * n));
-    CK(cudaMemset(a, 0, sizeof(*a) * n * n));
-    CK(cudaMemset(b, 0, sizeof(*b) * n * n));
-    cublasHandle_t blas;
-    cudaStream_t gs;
-    CK(cudaStreamCreateWithFlags(&gs, cudaStreamNonBlocking));
-    if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS || cublasSetStream(blas, gs) != CUBLAS_STATUS_SUCCESS)
-        return fprintf(stderr, "prio_probe: cublas\n"), 1;
-    float one = 1, zero = 0;
+    products load;
+    products_init(&load, "prio_probe", n);
     const char *names[] = {"loop", "kernel", "kprio", "kprio_ev"};
     const int NC = 4;
     std::vector<std::vector<double>> t(NC), tg(NC);
-    cudaEvent_t g0, g1;
-    CK(cudaEventCreate(&g0));
-    CK(cudaEventCreate(&g1));
     for (int r = -1; r < rounds; r++) {
         for (int k = 0; k < NC; k++) {
             int cfg = (k + (r < 0 ? 0 : r)) % NC;
             CK(cudaDeviceSynchronize());
             CK(cudaMemset(dev, 0, bytes * copies));
             CK(cudaDeviceSynchronize());
-            CK(cudaEventRecord(g0, gs));
-            for (int g = 0; g < gemms; g++)
-                if (cublasGemmEx(blas, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a, CUDA_R_16BF, n, b, CUDA_R_16BF, n, &zero, c,
-                                 CUDA_R_16BF, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
-                    return fprintf(stderr, "prio_probe: gemm\n"), 1;
-            CK(cudaEventRecord(g1, gs));
-            double s0 = now_us();
-            while (now_us() - s0 < 2000) { } // the products take the GPU
+            products_launch(&load, gemms, 2000); // the products take the GPU
             double t0 = now_us();
             cudaStream_t done = prog;
             if (cfg == 0) {
@@ -130,17 +97,10 @@ int main(int argc, char **argv)
             CK(cudaStreamSynchronize(done));
             double t1 = now_us();
             CK(cudaDeviceSynchronize());
-            float gms;
-            CK(cudaEventElapsedTime(&gms, g0, g1));
-            for (int i = 0; i < copies; i += copies / 4 + 1) {
-                unsigned char x;
-                CK(cudaMemcpy(&x, dev + i * bytes + bytes - 1, 1, cudaMemcpyDeviceToHost));
-                if (x != (unsigned char)(i & 0xff))
-                    return fprintf(stderr, "prio_probe: %s: copy %d wrong\n", names[cfg], i), 1;
-            }
+            probe_check_blocks(&load, names[cfg], dev, copies, bytes);
             if (r >= 0) {
                 t[cfg].push_back(t1 - t0);
-                tg[cfg].push_back(gms * 1000.0);
+                tg[cfg].push_back(products_us(&load));
             }
         }
     }

@@ -15,13 +15,11 @@
 //              cudaMemcpyAsync of it all (destinations contiguous: a bound)
 // Configurations rotate from round to round; medians over rounds.
 //   stage_probe [--copies 256] [--bytes 4096] [--rounds 9] [--n 8192] [--gemms 8]
-#include <cublas_v2.h>
+#include "probe.h"
+
 #include <cuda.h>
-#include <cuda_bf16.h>
-#include <cuda_runtime.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -44,29 +42,18 @@
         }                                                                             \
     } while (0)
 
-static double now_us()
-{
-    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 enum { LOOP_BLK, LOOP_ONE, BATCH_BLK, BATCH_ONE, OVL_BLK, STAGE, STAGE_ONE, NC };
 static const char *names[NC] = {"loop_blk", "loop_one", "batch_blk", "batch_one", "ovl_blk", "stage", "stage_one"};
 
 int main(int argc, char **argv)
 {
-    int copies = 256, rounds = 9, n = 8192, gemms = 8;
-    size_t bytes = 4096;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--copies")) copies = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--bytes")) bytes = (size_t)atol(argv[i + 1]);
-        else if (!strcmp(argv[i], "--rounds")) rounds = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--n")) n = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--gemms")) gemms = atoi(argv[i + 1]);
-    }
+    probe_args args = {256, 4096, 9, 8192, 8};
+    probe_parse(argc, argv, &args);
+    const int copies = args.copies, rounds = args.rounds, n = args.n, gemms = args.gemms;
+    const size_t bytes = args.bytes;
     const int chunk = 32;
-    cudaStream_t prog, gs;
+    cudaStream_t prog;
     CK(cudaStreamCreateWithFlags(&prog, cudaStreamNonBlocking));
-    CK(cudaStreamCreateWithFlags(&gs, cudaStreamNonBlocking));
     std::vector<char *> blk(copies);
     char *one, *staging, *dev;
     CK(cudaMalloc(&dev, bytes * copies));
@@ -79,20 +66,9 @@ int main(int argc, char **argv)
     }
     std::vector<CUdeviceptr> dsts(copies), srcs(copies);
     std::vector<size_t> sizes(copies, bytes);
-    __nv_bfloat16 *a, *b, *c;
-    CK(cudaMalloc(&a, sizeof(*a) * n * n));
-    CK(cudaMalloc(&b, sizeof(*b) * n * n));
-    CK(cudaMalloc(&c, sizeof(*c) * n * n));
-    CK(cudaMemset(a, 0, sizeof(*a) * n * n));
-    CK(cudaMemset(b, 0, sizeof(*b) * n * n));
-    cublasHandle_t blas;
-    if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS || cublasSetStream(blas, gs) != CUBLAS_STATUS_SUCCESS)
-        return fprintf(stderr, "stage_probe: cublas\n"), 1;
-    float fone = 1, zero = 0;
+    products load;
+    products_init(&load, "stage_probe", n);
     std::vector<std::vector<double>> t(NC), tg(NC);
-    cudaEvent_t g0, g1;
-    CK(cudaEventCreate(&g0));
-    CK(cudaEventCreate(&g1));
     CUmemcpyAttributes attr_plain = {}, attr_ovl = {};
     attr_plain.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
     attr_ovl.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
@@ -104,16 +80,7 @@ int main(int argc, char **argv)
             CK(cudaDeviceSynchronize());
             CK(cudaMemset(dev, 0, bytes * copies));
             CK(cudaDeviceSynchronize());
-            CK(cudaEventRecord(g0, gs));
-            for (int g = 0; g < gemms; g++)
-                if (cublasGemmEx(blas, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &fone, a, CUDA_R_16BF, n, b, CUDA_R_16BF, n, &zero, c,
-                                 CUDA_R_16BF, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
-                    return fprintf(stderr, "stage_probe: gemm\n"), 1;
-            CK(cudaEventRecord(g1, gs));
-            if (gemms > 0) {
-                double s0 = now_us();
-                while (now_us() - s0 < 2000) { } // the products take the GPU
-            }
+            products_launch(&load, gemms, gemms > 0 ? 2000 : 0); // the products take the GPU
             double t0 = now_us();
             if (cfg == LOOP_BLK || cfg == LOOP_ONE) {
                 for (int i = 0; i < copies; i++)
@@ -142,18 +109,10 @@ int main(int argc, char **argv)
             CK(cudaStreamSynchronize(prog));
             double t1 = now_us();
             CK(cudaDeviceSynchronize());
-            float gms = 0;
-            if (gemms > 0)
-                CK(cudaEventElapsedTime(&gms, g0, g1));
-            for (int i = 0; i < copies; i += copies / 4 + 1) {
-                unsigned char x;
-                CK(cudaMemcpy(&x, dev + i * bytes + bytes - 1, 1, cudaMemcpyDeviceToHost));
-                if (x != (unsigned char)(i & 0xff))
-                    return fprintf(stderr, "stage_probe: %s: copy %d wrong\n", names[cfg], i), 1;
-            }
+            probe_check_blocks(&load, names[cfg], dev, copies, bytes);
             if (r >= 0) {
                 t[cfg].push_back(t1 - t0);
-                tg[cfg].push_back(gms * 1000.0);
+                tg[cfg].push_back(gemms > 0 ? products_us(&load) : 0.0);
             }
         }
     }
