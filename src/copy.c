@@ -49,10 +49,13 @@ static enum cb_stat_id memory_verdict(const struct cb_copy_req *rq, enum cb_dire
 }
 
 /* Does the policy defer a copy of this size?  The sizes a first band from 0 or
- * 1 byte holds are answered from one word (policy.c), without a call. */
+ * 1 byte holds, and those above every band, are answered from one word each
+ * (policy.c), without a call. */
 static int policy_defers(enum cb_direction d, size_t bytes)
 {
-    return (bytes && bytes <= cb_policy_sure[d]) || cb_policy_defer(d, bytes);
+    if (bytes && bytes <= cb_policy_sure[d])
+        return 1;
+    return bytes <= cb_policy_top[d] && cb_policy_defer(d, bytes);
 }
 
 /* ---- the pace of a stream ------------------------------------------------------ */

@@ -209,6 +209,8 @@ int cb_policy_defer(enum cb_direction d, size_t bytes);
 /* Per direction, the largest copy the installed policy surely defers without a
  * look at its bands (0: ask cb_policy_defer). */
 extern size_t cb_policy_sure[CB_D_COUNT];
+/* ... and the largest it may defer at all (0: none; above it, never). */
+extern size_t cb_policy_top[CB_D_COUNT];
 /* A policy text evaluated without installing it: 1 defer, 0 not, -1 refused. */
 int cb_policy_try(const char *text, enum cb_direction d, size_t bytes);
 /* 0 when the text is a valid policy under max_copy, else -1 and why. */

@@ -38,6 +38,10 @@ static struct cb_policy cb_policy_table;
  * look at its bands: the top of a first band that starts at 0 or 1 byte,
  * capped by CUBATCH_MAX_COPY (0: ask the bands).  The copy path reads it. */
 size_t cb_policy_sure[CB_D_COUNT] CB_COPY_PATH;
+/* ... and the largest it may defer at all: the top of its highest band, capped
+ * by CUBATCH_MAX_COPY (0: none), so that a direction it never defers, or a
+ * size above every band, is refused without a look at the bands either. */
+size_t cb_policy_top[CB_D_COUNT] CB_COPY_PATH;
 
 /* The words of directions.def, by enum cb_direction. */
 const char *const cb_direction_names[CB_D_COUNT] = {
@@ -206,6 +210,11 @@ int cb_policy_load(const char *text, char *why, size_t wlen)
         const struct cb_band *b = &p.band[d][0];
         uint64_t top = p.nband[d] && b->lo <= 1 ? b->hi - 1 : 0;
         cb_policy_sure[d] = (size_t)(top < cb_opt(CB_OPT_max_copy) ? top : cb_opt(CB_OPT_max_copy));
+        uint64_t highest = 0;
+        for (unsigned i = 0; i < p.nband[d]; i++)
+            if (p.band[d][i].hi - 1 > highest)
+                highest = p.band[d][i].hi - 1;
+        cb_policy_top[d] = (size_t)(highest < cb_opt(CB_OPT_max_copy) ? highest : cb_opt(CB_OPT_max_copy));
     }
     cb_opt_set_shown(CB_OPT_policy, describe(shown, sizeof shown));
     return rc;

@@ -56,6 +56,8 @@ MUTANTS = {
         "    if (cb_run_feed_copy(run)) {", "rule 7 (a full chunk waits for the stream's next copy, its records ride)"),
     "policy-sure-past-its-band": ("src/policy.c:cb_policy_load()", "b->lo <= 1 ? b->hi - 1 : 0;", "b->lo <= 1 ? b->hi : 0;",
         "policy (a copy at a band's end is deferred)", "check_units:policy"),
+    "policy-top-below-its-band": ("src/policy.c:cb_policy_load()", "                highest = p.band[d][i].hi - 1;",
+        "                highest = p.band[d][i].hi - 2;", "policy (a copy at the highest band's end is refused)", "check_units:policy"),
     "min-run-ignored": ("src/engine.c:batch_takes()", "    return (!f->legacy || to_copy_engines(c, f)) && c->n >= cb_opt(CB_OPT_min_run);",
                         "    return (!f->legacy || to_copy_engines(c, f)) && c->n >= 1;", "rule 8"),
     "no-replay": ("src/engine.c:submit_on()", "            rc = replay(e, c, off, cnt, side, rc);", "            (void)replay;", "rule 9"),

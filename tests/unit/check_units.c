@@ -130,10 +130,11 @@ START_TEST(policy_default_follows_measurement)
 END_TEST
 
 /* The installed policy answers the copy path without walking its bands for
- * the sizes its first band holds (cb_policy_sure, read by copy.c): that word
- * never claims a size the bands would not defer, at any band edge, the default
- * policy's covers every size up to CUBATCH_MAX_COPY, and the installed bands
- * answer as the policy's text does. */
+ * the sizes its first band holds (cb_policy_sure, read by copy.c) and for
+ * those above its highest (cb_policy_top): the first word never claims a size
+ * the bands would not defer, the second never refuses one they would, at any
+ * band edge; the default policy's first covers every size up to
+ * CUBATCH_MAX_COPY, and the installed bands answer as the policy's text does. */
 START_TEST(policy_installed_answers_as_its_bands)
 {
     const char *texts[] = {NULL, "h2d:0-8K,h2d:28K-max,d2h:0-max", "d2h:1K-2K", "h2d:1-4K,d2d:0-16K", "d2h:2-3K", "all", "none"};
@@ -147,11 +148,15 @@ START_TEST(policy_installed_answers_as_its_bands)
                 int bands = sizes[i] <= (1 << 20) && cb_policy_try(texts[t], d, sizes[i]) == 1;
                 ck_assert_msg(sizes[i] > cb_policy_sure[d] || bands, "policy \"%s\", direction %d: the word defers %zu bytes",
                               texts[t] ? texts[t] : "default", d, sizes[i]);
+                ck_assert_msg(sizes[i] <= cb_policy_top[d] || !bands, "policy \"%s\", direction %d: the word refuses %zu bytes",
+                              texts[t] ? texts[t] : "default", d, sizes[i]);
                 ck_assert_int_eq(cb_policy_defer(d, sizes[i]), bands);
             }
         }
         if (!texts[t])
             ck_assert_uint_eq(cb_policy_sure[CB_D_H2D], 1 << 20); /* the default never walks its bands */
+        if (texts[t] && !strcmp(texts[t], "d2h:1K-2K"))
+            ck_assert_uint_eq(cb_policy_top[CB_D_H2D], 0); /* a direction without bands never walks them */
     }
     ck_assert_int_eq(cb_policy_load(NULL, why, sizeof why), 0);
 }
