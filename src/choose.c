@@ -128,7 +128,7 @@ static int ctx_index(CUcontext ctx)
 }
 
 /* The measured arms, in the order they are first tried and ties are broken. */
-static const enum cb_arm cb_arm_order[] = {CB_ARM_BATCH, CB_ARM_PASS, CB_ARM_OVERLAP};
+static const enum cb_arm cb_arm_order[] = {CB_ARM_BATCH, CB_ARM_PASS, CB_ARM_OVERLAP, CB_ARM_HELD};
 #define CB_MEASURED_ARMS (sizeof cb_arm_order / sizeof cb_arm_order[0])
 
 /* The cheapest measured arm of the allowed ones (STATIC: none measured). */
@@ -168,9 +168,10 @@ static void add_sample(const struct cb_slot_sample *s, float ms)
         k->best = (unsigned char)now;
         char what[96];
         describe_class(what, sizeof what, s->cls);
-        cb_log(CB_LOG_NOTICE, "choice: %s copies now go to %s (%.0f ns a copy; batch %.0f, pass %.0f, overlap %.0f)",
+        cb_log(CB_LOG_NOTICE, "choice: %s copies now go to %s (%.0f ns a copy; batch %.0f, pass %.0f, overlap %.0f, held %.0f)",
                what, cb_arm_names[now], (double)k->arm[now].ns_per_copy, (double)k->arm[CB_ARM_BATCH].ns_per_copy,
-               (double)k->arm[CB_ARM_PASS].ns_per_copy, (double)k->arm[CB_ARM_OVERLAP].ns_per_copy);
+               (double)k->arm[CB_ARM_PASS].ns_per_copy, (double)k->arm[CB_ARM_OVERLAP].ns_per_copy,
+               (double)k->arm[CB_ARM_HELD].ns_per_copy);
     }
 }
 
@@ -298,6 +299,8 @@ enum cb_arm cb_choose(struct cb_segment *sg, const struct cb_choice_in *in)
     unsigned allowed = 1u << CB_ARM_BATCH | 1u << CB_ARM_PASS;
     if (in->busy && !cb_opt(CB_OPT_overlap))
         allowed |= 1u << CB_ARM_OVERLAP; /* the flag is about compute beside the copies */
+    if (in->busy && in->burst_first)
+        allowed |= 1u << CB_ARM_HELD; /* measured on whole bursts only: a burst's rest would cost it more */
     sg->cls = (unsigned short)class_of(in, sg);
     pthread_mutex_lock(&cb_choose_mu);
     cb_choices++;
@@ -317,6 +320,8 @@ enum cb_arm cb_choose(struct cb_segment *sg, const struct cb_choice_in *in)
     cb_capture_unlock();
     pthread_mutex_unlock(&cb_choose_mu);
     sg->arm = (unsigned char)arm;
+    if (arm == CB_ARM_HELD)
+        CB_COUNT(choice_held);
     return arm;
 }
 

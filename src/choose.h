@@ -12,7 +12,8 @@
     X(STATIC, static, "the fixed rules (copy kernel when idle, batch API beside compute)")  \
     X(PASS, pass, "passed through as the program issued them")                              \
     X(BATCH, batch, "the batch API")                                                        \
-    X(OVERLAP, overlap, "the batch API with CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE")
+    X(OVERLAP, overlap, "the batch API with CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE")            \
+    X(HELD, held, "the batch API, the burst's copies held to its end, then submitted in chunks back to back")
 enum cb_arm {
 #define CB_ARM_ENUM(NAME, word, doc) CB_ARM_##NAME,
     CB_ARMS(CB_ARM_ENUM)
@@ -50,6 +51,7 @@ struct cb_choice_in {
     size_t bytes;
     int busy;             /* another stream may run SM work that fills the GPU (smwork.c) */
     int kernel_may;       /* the copy kernel may execute this copy (when the GPU is idle) */
+    int burst_first;      /* the segment is its burst's first: the held arm may take the whole burst */
     unsigned limit;       /* the copies one segment covers (the batch API's chunk) */
 };
 

@@ -122,7 +122,7 @@ static enum cb_arm choose(const struct cb_copy_req *rq, struct cb_run *run)
         return CB_ARM_STATIC;
     }
     struct cb_choice_in in = {f->ctx, f->stream, d, rq->bytes, cb_smwork_note_busy(f), kernel_may(rq, run),
-                              (unsigned)cb_engine_chunk(0, d == CB_D_H2D, 0)};
+                              cb_run_burst_first_segment(run), (unsigned)cb_engine_chunk(0, d == CB_D_H2D ? CB_CHUNK_H2D : 0, 0)};
     enum cb_arm arm = cb_choose(&run->seg, &in);
     cb_run_set_arm(run, arm);
     return arm;

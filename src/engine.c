@@ -29,13 +29,16 @@
 #include "stats.h"
 
 int cb_kernel_usable CB_COPY_PATH;
+/* The batch API's chunks (bench/RESULTS.md, run X). */
+#define CB_BATCH_CHUNK_H2D 32
+#define CB_BATCH_CHUNK 64
 static const char *cb_kernel_reason = "";
 
 struct cb_engine {
     const char *name;
     /* 1 when the engine takes these copies for this stream */
     int (*takes)(const struct cb_copies *c, const struct cb_stream_facts *f);
-    size_t (*max_per_call)(void);
+    size_t (*max_per_call)(const struct cb_copies *c);
     /* copies [off, off + n) on stream; the driver's result (not replayed).  For
      * an engine with per_copy_streams, stream NULL means each copy's own stream
      * argument, as the program passed it. */
@@ -64,7 +67,13 @@ static int batch_takes(const struct cb_copies *c, const struct cb_stream_facts *
 {
     return (!f->legacy || to_copy_engines(c, f)) && c->n >= cb_opt(CB_OPT_min_run);
 }
-static size_t batch_max(void) { return cb_opt(CB_OPT_max_batch); }
+/* A held segment goes out as back-to-back calls of one chunk each: the driver's
+ * batch call costs least per copy right after another (docs/design.md, section 5). */
+static size_t batch_max(const struct cb_copies *c)
+{
+    size_t max = cb_opt(CB_OPT_max_batch);
+    return c->arm == CB_ARM_HELD && CB_BATCH_CHUNK_H2D < max ? CB_BATCH_CHUNK_H2D : max;
+}
 static CUresult batch_submit(const struct cb_copies *c, size_t off, size_t n, CUstream stream,
                              const struct cb_stream_facts *f)
 {
@@ -92,7 +101,8 @@ static CUresult batch_submit(const struct cb_copies *c, size_t off, size_t n, CU
 
 /* The loop engine takes every run: the last row. */
 static int loop_takes(const struct cb_copies *c, const struct cb_stream_facts *f) { return (void)c, (void)f, 1; }
-static size_t loop_max(void) { return SIZE_MAX; }
+static size_t loop_max(const struct cb_copies *c) { return (void)c, SIZE_MAX; }
+static size_t kernel_max(const struct cb_copies *c) { return (void)c, cb_kernel_engine_max(); }
 static CUresult loop_submit(const struct cb_copies *c, size_t off, size_t n, CUstream stream,
                             const struct cb_stream_facts *f)
 {
@@ -103,7 +113,7 @@ static CUresult loop_submit(const struct cb_copies *c, size_t off, size_t n, CUs
 
 /* In order of preference: the first that takes a run executes it. */
 static const struct cb_engine cb_engines[] = {
-    {"kernel", kernel_takes, cb_kernel_engine_max, cb_kernel_engine_submit, 0},
+    {"kernel", kernel_takes, kernel_max, cb_kernel_engine_submit, 0},
     {"batch", batch_takes, batch_max, batch_submit, 0},
     {"loop", loop_takes, loop_max, loop_submit, 1},
 };
@@ -147,9 +157,11 @@ void cb_engines_init(void)
  * batch for host-to-device copies (bench/RESULTS.md, run X: the chunk
  * schedules).  Fixed chunks measured best and steadiest: 32 copies when the run
  * holds host-to-device copies, 64 otherwise. */
-size_t cb_engine_chunk(int kernel_ok, int has_h2d, unsigned chunks)
+size_t cb_engine_chunk(int kernel_ok, unsigned kind, unsigned chunks)
 {
     size_t max = cb_opt(CB_OPT_max_batch);
+    if (kind & CB_CHUNK_HELD)
+        return max;
     if (kernel_ok && cb_kernel_usable) {
         /* The copy kernel: a first launch at 32 copies, then 4 times as many at
          * each (bench/RESULTS.md, run X: the best of the schedules tried, with
@@ -164,7 +176,7 @@ size_t cb_engine_chunk(int kernel_ok, int has_h2d, unsigned chunks)
     }
     if (!cb_opt(CB_OPT_pipeline))
         return max;
-    size_t c = has_h2d ? 32 : 64;
+    size_t c = kind & CB_CHUNK_H2D ? CB_BATCH_CHUNK_H2D : CB_BATCH_CHUNK;
     return c < max ? c : max;
 }
 
@@ -209,7 +221,7 @@ static CUresult submit_on(const struct cb_copies *c, struct cb_stream_facts *f, 
     CUstream own = cb_facts_handle(f);
     CUstream stream = side ? side : e->per_copy_streams ? NULL : own;
     CUresult first = CUDA_SUCCESS;
-    size_t max = e->max_per_call();
+    size_t max = e->max_per_call(c);
     for (size_t off = 0; off < c->n; off += max) {
         size_t cnt = c->n - off < max ? c->n - off : max;
         CUresult rc = e->submit(c, off, cnt, stream, f);

@@ -24,10 +24,14 @@
 void cb_engines_init(void);
 /* 1 when the copy kernel may take runs (CUBATCH_ENGINE, and it could be loaded). */
 extern int cb_kernel_usable;
+/* What a run's chunk length depends on besides its engine: it holds a
+ * host-to-device copy; its segment went to the held arm (choose.h), which
+ * submits the burst whole, at its end. */
+enum { CB_CHUNK_H2D = 1, CB_CHUNK_HELD = 2 };
 /* The length at which a growing run is submitted (pipelining): by the engine
- * that will take it (kernel_ok), whether it holds host-to-device copies, and
- * after `chunks` chunk submissions in a row. */
-size_t cb_engine_chunk(int kernel_ok, int has_h2d, unsigned chunks);
+ * that will take it (kernel_ok), its CB_CHUNK_ bits, and after `chunks` chunk
+ * submissions in a row. */
+size_t cb_engine_chunk(int kernel_ok, unsigned kind, unsigned chunks);
 /* Submit c's copies for a stream.  owner: the calling thread owns the
  * per-thread stream (else another thread's per-thread stream goes through the
  * side stream).  Nothing is dropped: a refused batch is replayed copy by copy,

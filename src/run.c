@@ -260,7 +260,7 @@ void cb_run_clear(struct cb_run *run, struct cb_standin *standin)
     run->q.nmarks = 0;
     run->writes.n = 0;
     run->reads.n = 0;
-    run->feed.has_h2d = 0;
+    run->feed.kind = 0;
     run->feed.chunk_shape = 0;
     run->feed.chunk_due = 0;
     run->q.has_host = 0;
@@ -384,7 +384,7 @@ int cb_run_append(struct cb_run *run, const struct cb_copy_req *rq)
     run->q.hooks[i] = (unsigned char)rq->hook;
     run->q.streams[i] = rq->stream;
     run->feed.issued++;
-    run->feed.has_h2d |= rq->scls.kind == CB_MEM_HOST && rq->dcls.kind != CB_MEM_HOST;
+    run->feed.kind |= rq->scls.kind == CB_MEM_HOST && rq->dcls.kind != CB_MEM_HOST ? CB_CHUNK_H2D : 0u;
     run->q.has_host |= rq->scls.kind == CB_MEM_HOST || rq->dcls.kind == CB_MEM_HOST;
     run->q.kernel_ok = (i == 0 || run->q.kernel_ok) && rq->kernel_ok;
     return 0;
@@ -539,6 +539,12 @@ void cb_run_burst_begins(struct cb_run *run)
 }
 
 void cb_run_burst_ends(struct cb_run *run) { atomic_store_explicit(&run->warm, 0, memory_order_relaxed); }
+
+int cb_run_burst_first_segment(struct cb_run *run)
+{
+    int first = 1; /* warm: 1 from the burst's first copy, 2 once its first segment began */
+    return atomic_compare_exchange_strong_explicit(&run->warm, &first, 2, memory_order_relaxed, memory_order_relaxed);
+}
 
 int cb_run_in_burst(struct cb_run *run)
 {

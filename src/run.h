@@ -46,7 +46,7 @@ struct cb_looks {
 struct cb_feed {
     uint64_t issued;   /* copies ever queued on this stream */
     unsigned chunks;   /* chunk submissions in a row (pipelining) */
-    int has_h2d;       /* the run holds a host-to-device copy */
+    unsigned kind;     /* CB_CHUNK_H2D: it holds a host-to-device copy; CB_CHUNK_HELD: its segment is held (engine.h) */
     size_t chunk_at;   /* the length at which the run is submitted ... */
     unsigned chunk_shape; /* ... computed for these inputs (0: none yet) */
     int chunk_due;     /* the run reached chunk_at: one holding records goes out when the stream's next copy comes */
@@ -167,6 +167,10 @@ void cb_run_keep_pending(struct cb_run *run, CUresult err); /* ... kept (flush.c
 void cb_run_burst_begins(struct cb_run *run);          /* its first copy passed through (rule 8) */
 void cb_run_burst_ends(struct cb_run *run);            /* a call named the stream */
 int cb_run_in_burst(struct cb_run *run);               /* its next copy joins the run (rule 8) */
+/* A segment begins (the run's lock held): 1 when it is the first of its burst,
+ * once per burst.  A note written by another thread meanwhile may make it 0:
+ * the held arm is then not offered to that burst, nothing else changes. */
+int cb_run_burst_first_segment(struct cb_run *run);
 static inline int cb_run_warm(struct cb_run *run) { return atomic_load_explicit(&run->warm, memory_order_relaxed); }
 /* Rule 8 without a lock: a copy on a created or the legacy stream whose burst this thread
  * began and a call on this thread has named since begins a new burst and
@@ -230,10 +234,10 @@ static inline int cb_run_feed_copy(struct cb_run *run)
      * the kernel's reach or the first host-to-device copy joins */
     struct cb_feed *fd = &run->feed;
     int kernel_chunks = run->q.kernel_ok && !(run->facts.sm_busy && run->q.has_host);
-    unsigned shape = 1u | (unsigned)kernel_chunks << 1 | (unsigned)fd->has_h2d << 2;
+    unsigned shape = 1u | (unsigned)kernel_chunks << 1 | fd->kind << 2;
     if (CB_UNLIKELY(shape != fd->chunk_shape)) {
         fd->chunk_shape = shape;
-        fd->chunk_at = cb_engine_chunk(kernel_chunks, fd->has_h2d, fd->chunks);
+        fd->chunk_at = cb_engine_chunk(kernel_chunks, fd->kind, fd->chunks);
     }
     if (run->q.n >= fd->chunk_at)
         fd->chunk_due = 1;
@@ -247,7 +251,11 @@ void cb_run_orphan(struct cb_run *run);      /* its per-thread stream's owner ex
 void cb_run_looked(struct cb_run *run, uint64_t now, uint64_t *joined, uint64_t *span);
 void cb_run_look_at(struct cb_run *run, uint64_t at);
 /* What the measured choice gave the copies queued from now on (choose.c). */
-static inline void cb_run_set_arm(struct cb_run *run, enum cb_arm arm) { run->q.arm = (unsigned char)arm; }
+static inline void cb_run_set_arm(struct cb_run *run, enum cb_arm arm)
+{
+    run->q.arm = (unsigned char)arm;
+    run->feed.kind = (run->feed.kind & ~(unsigned)CB_CHUNK_HELD) | (arm == CB_ARM_HELD ? (unsigned)CB_CHUNK_HELD : 0u);
+}
 void cb_run_set_active(struct cb_run *run); /* after any change of q.n, pending, fences */
 /* After a copy joined the run: counted already unless the run was empty (its
  * stream's facts and markers change only while it is). */

@@ -1125,6 +1125,19 @@ START_TEST(measured_choice_takes_the_cheapest_arm)
     chosen_for(&p.shim, "h2d <=4K busy few-allocations long", b, sizeof b);
     ck_assert_msg(!strcmp(b, "batch") || !strcmp(b, "overlap"), "one buffer: %s", b);
     pair_free(&p);
+    /* batch calls dear after the program's own work and cheap right after
+     * another: the burst is held to its end and goes out in calls back to back
+     * (pipelining on, as shipped: the batch arm's chunks each come cold) */
+    const char *cold[] = {"CUBATCH_ENGINE=auto", "CUBATCH_PIPELINE=1", "CUSIM_COST=copy=4000,batch=2000,entry=300,cold=3000",
+                          NULL};
+    p = both("measured_cold", cold);
+    ck_assert_str_eq(chosen_for(&p.shim, "h2d <=4K busy few-allocations long", a, sizeof a), "held");
+    /* a whole burst each: never more held segments than bursts (48), and most of them */
+    ck_assert_msg(stat_of(&p.shim, "choice_held") <= 48 && stat_of(&p.shim, "choice_held") >= 30, "choice_held = %ld",
+                  stat_of(&p.shim, "choice_held"));
+    ck_assert_msg(stat_of(&p.shim, "batched_copies") * 10 > stat_of(&p.shim, "copies_h2d") * 7, "batched %ld of %ld",
+                  stat_of(&p.shim, "batched_copies"), stat_of(&p.shim, "copies_h2d"));
+    pair_free(&p);
     /* before any sample came back, the segments go to the batch API (the pass
      * arm's own first sample aside): docs/design.md, section 5, says why */
     p = both("measured_unsampled", automatic);

@@ -1751,6 +1751,34 @@ static void sc_measured(void)
     CK(cuStreamSynchronize(a));
 }
 
+/* The held arm (docs/design.md section 5): beside a kernel filling the GPU,
+ * bursts of 4 KiB host-to-device copies from one pinned buffer, the program
+ * asking the driver something (its own work) between two copies, as a
+ * framework does; under CUSIM_COST's cold term a batch call after such work
+ * costs more per copy than one right after another batch call. */
+static void sc_measured_cold(void)
+{
+    enum { BURSTS = 48, NC = 96 };
+    CUfunction f = compute_fn();
+    CUstream a = mkstream(CU_STREAM_NON_BLOCKING), s = mkstream(CU_STREAM_NON_BLOCKING);
+    unsigned char *buf = pinned(NC * SZ), *out = pinned(NC * SZ);
+    CUdeviceptr d = devmem(NC * SZ);
+    compute(f, a, 8, 1u << 30);
+    for (int b = 0; b < BURSTS; b++) {
+        fill(buf, NC * SZ, 30 + b);
+        for (int i = 0; i < NC; i++) {
+            CUdevice dev;
+            CK(cuCtxGetDevice(&dev));
+            CK(cuMemcpyHtoDAsync_v2(d + (size_t)i * SZ, buf + (size_t)i * SZ, SZ, s));
+        }
+        CK(cuStreamSynchronize(s));
+        CK(cuMemcpyDtoHAsync_v2(out, d, NC * SZ, s));
+        CK(cuStreamSynchronize(s));
+        expect("held burst", out, buf, NC * SZ);
+    }
+    CK(cuStreamSynchronize(a));
+}
+
 /* A verdict on the GPU's load answers later questions only while nothing it
  * depends on changed (smwork.c, cb_smwork_note_busy).  sm_busy_later: compute
  * on the copies' own stream (which they would wait for anyway) leaves the GPU
@@ -3295,7 +3323,7 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"sm_busy", sc_sm_busy},         {"sm_idle_sync", sc_sm_idle_sync},   {"sm_idle_event", sc_sm_idle_event},
     {"sm_idle_query", sc_sm_idle_query}, {"sm_room", sc_sm_room},         {"sm_busy_d2d", sc_sm_busy_d2d},
     {"sm_busy_legacy", sc_sm_busy_legacy}, {"sm_legacy_compute", sc_sm_legacy_compute},
-    {"sm_destroyed", sc_sm_destroyed}, {"measured", sc_measured},
+    {"sm_destroyed", sc_sm_destroyed}, {"measured", sc_measured}, {"measured_cold", sc_measured_cold},
     {"sm_busy_later", sc_sm_busy_later}, {"sm_busy_ends", sc_sm_busy_ends},
     {"measured_unsampled", sc_measured_unsampled}, {"spell_queued", sc_spell_queued},
     {"spell_thread", sc_spell_thread},

@@ -658,6 +658,7 @@ static CUresult batch_op(struct call *c, CUdeviceptr *dsts, CUdeviceptr *srcs, s
     nd->ents = ents;
     nd->nents = count;
     nd->order = sim_cfg.batch_order;
+    nd->cold = !c->after_batch;
     sim_enqueue(s, nd);
     return CUDA_SUCCESS;
 }

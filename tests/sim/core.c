@@ -98,11 +98,12 @@ static void load_config(void)
     if ((e = getenv("CUSIM_REGISTERED_ALIAS")) && *e)
         sim_cfg.registered_alias = atoi(e) != 0;
     if ((e = getenv("CUSIM_COST")) && *e) {
-        /* name=ns,... with names copy, batch, entry, alloc, kernel, kcopy */
+        /* name=ns,... with names copy, batch, entry, alloc, kernel, kcopy, cold */
         static const struct { const char *name; size_t off; } costs[] = {
             {"copy", offsetof(struct sim_cost, copy)},     {"batch", offsetof(struct sim_cost, batch)},
             {"entry", offsetof(struct sim_cost, entry)},   {"alloc", offsetof(struct sim_cost, alloc)},
-            {"kernel", offsetof(struct sim_cost, kernel)}, {"kcopy", offsetof(struct sim_cost, kcopy)}};
+            {"kernel", offsetof(struct sim_cost, kernel)}, {"kcopy", offsetof(struct sim_cost, kcopy)},
+            {"cold", offsetof(struct sim_cost, cold)}};
         for (const char *p = e; *p;) {
             size_t len = strcspn(p, ",");
             for (size_t i = 0; i < sizeof costs / sizeof costs[0]; i++) {
@@ -266,7 +267,10 @@ void sim_kv(struct call *c, const char *fmt, ...)
 
 int sim_begin(struct call *c, const char *name, int has_stream, CUstream stream)
 {
+    static _Thread_local int last_was_batch;
     unsigned long nth;
+    c->after_batch = last_was_batch;
+    last_was_batch = !strncmp(name, "cuMemcpyBatchAsync", 18);
     c->name = name;
     c->has_stream = has_stream;
     c->stream = stream;
@@ -715,12 +719,13 @@ static void run_kernel(struct node *n)
  * (CUSIM_COST) as it executes; an event record reads it. */
 static unsigned long long sim_gpu_ns;
 
-/* What a batch costs: per call, per entry, and per change of allocation between
- * consecutive entries (the real batch API slows down with many allocations). */
+/* What a batch costs: per call, per entry (more when its call came cold), and
+ * per change of allocation between consecutive entries (the real batch API
+ * slows down with many allocations). */
 static unsigned long long batch_cost(const struct node *n)
 {
     const struct sim_cost *c = &sim_cfg.cost;
-    unsigned long long t = c->batch + c->entry * n->nents;
+    unsigned long long t = c->batch + (c->entry + (n->cold ? c->cold : 0)) * n->nents;
     for (size_t i = 1; i < n->nents; i++)
         if (n->ents[i].src_id != n->ents[i - 1].src_id || n->ents[i].dst_id != n->ents[i - 1].dst_id)
             t += c->alloc;

@@ -33,8 +33,11 @@ struct sim_config {
     int logfd;
     int registered_alias;          /* CUSIM_REGISTERED_ALIAS: registered memory gets another device address */
     /* CUSIM_COST: what executing each kind of work costs on the simulated GPU
-     * clock (ns), which timing events read; all 0 by default (elapsed 0) */
-    struct sim_cost { unsigned long long copy, batch, entry, alloc, kernel, kcopy; } cost;
+     * clock (ns), which timing events read; all 0 by default (elapsed 0).
+     * cold: more per entry of a batch call that did not come right after
+     * another batch call of the same thread (the real driver's call costs more
+     * per copy after the program's own work: docs/design.md, section 8) */
+    struct sim_cost { unsigned long long copy, batch, entry, alloc, kernel, kcopy, cold; } cost;
 };
 extern struct sim_config sim_cfg;
 
@@ -48,6 +51,7 @@ struct call {
     CUstream stream;
     int has_stream;
     CUresult rc;
+    int after_batch;               /* the thread's previous call was a batch call */
     size_t kvlen;
     char kv[400];
 };
@@ -203,6 +207,7 @@ struct node {
     struct bentry *ents;
     size_t nents;
     int order;
+    int cold;                      /* its call did not follow another batch call (CUSIM_COST cold) */
     /* free */
     void *fptr;
     /* copy kernel: descriptors copied at launch (order: as batches) */
