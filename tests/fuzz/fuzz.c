@@ -2326,11 +2326,15 @@ static int seed_env(uint64_t seed, char env[][96], int max)
     }
     /* The measured choice's arms (docs/design.md section 5): batches that cost the
      * simulated GPU more than the copies they carry make the pass arm win, and its
-     * copies pass on their thread's spells; with the choice off, uploads beside a
-     * filling kernel pass on the load verdict's spells (both runs get the cost:
-     * it moves only the simulated clock). */
+     * copies pass on their thread's spells; batch calls dear only after other
+     * driver calls (the cold term) make the held arm win, whose runs stay open
+     * to the burst's end; with the choice off, uploads beside a filling kernel
+     * pass on the load verdict's spells (both runs get the cost: it moves only
+     * the simulated clock). */
     if (pct(20))
         snprintf(env[k++], 96, "CUSIM_COST=copy=1000,batch=20000,entry=2000");
+    else if (pct(20))
+        snprintf(env[k++], 96, "CUSIM_COST=copy=4000,batch=2000,entry=300,cold=3000");
     else if (pct(15))
         snprintf(env[k++], 96, "CUBATCH_MEASURE=0");
     /* Which of a node's dependencies the simulated driver runs first (both

@@ -1138,6 +1138,12 @@ START_TEST(measured_choice_takes_the_cheapest_arm)
     ck_assert_msg(stat_of(&p.shim, "batched_copies") * 10 > stat_of(&p.shim, "copies_h2d") * 7, "batched %ld of %ld",
                   stat_of(&p.shim, "batched_copies"), stat_of(&p.shim, "copies_h2d"));
     pair_free(&p);
+    /* held runs carry the program's records (rule 11): merged, answered, the
+     * bytes right when the last record completes (the scenario checks them) */
+    p = both("held_records", cold);
+    STAT_GE(p.shim, "choice_held", 20);
+    STAT_GE(p.shim, "merged_records", 20);
+    pair_free(&p);
     /* before any sample came back, the segments go to the batch API (the pass
      * arm's own first sample aside): docs/design.md, section 5, says why */
     p = both("measured_unsampled", automatic);

@@ -1779,6 +1779,48 @@ static void sc_measured_cold(void)
     CK(cuStreamSynchronize(a));
 }
 
+/* The held arm with the program's event records (rule 11): the bursts of
+ * measured_cold, the second half with a record after every copy, a query of an
+ * early record mid-burst (the held run goes out there), and the burst's last
+ * record waited for before its bytes are read back through the legacy stream,
+ * which the non-blocking stream does not wait for: the record completes only
+ * after every copy before it, held or not. */
+static void sc_held_records(void)
+{
+    enum { BURSTS = 48, NC = 96 };
+    CUfunction f = compute_fn();
+    CUstream a = mkstream(CU_STREAM_NON_BLOCKING), s = mkstream(CU_STREAM_NON_BLOCKING);
+    unsigned char *buf = pinned(NC * SZ), *out = pinned(NC * SZ);
+    CUdeviceptr d = devmem(NC * SZ);
+    CUevent ev[NC];
+    for (int i = 0; i < NC; i++)
+        CK(cuEventCreate(&ev[i], CU_EVENT_DISABLE_TIMING));
+    compute(f, a, 8, 1u << 30);
+    for (int b = 0; b < BURSTS; b++) {
+        int records = b >= BURSTS / 2;
+        fill(buf, NC * SZ, 130 + b);
+        for (int i = 0; i < NC; i++) {
+            CUdevice dev;
+            CK(cuCtxGetDevice(&dev));
+            CK(cuMemcpyHtoDAsync_v2(d + (size_t)i * SZ, buf + (size_t)i * SZ, SZ, s));
+            if (records)
+                CK(cuEventRecord(ev[i], s));
+            if (records && i == 40) {
+                CUresult q = cuEventQuery(ev[10]);
+                if (q != CUDA_SUCCESS && q != CUDA_ERROR_NOT_READY)
+                    CK(q);
+            }
+        }
+        if (records) {
+            CK(cuEventSynchronize(ev[NC - 1]));
+            CK(cuMemcpyDtoH_v2(out, d, NC * SZ));
+            expect("held burst read after its last record", out, buf, NC * SZ);
+        }
+        CK(cuStreamSynchronize(s));
+    }
+    CK(cuStreamSynchronize(a));
+}
+
 /* A verdict on the GPU's load answers later questions only while nothing it
  * depends on changed (smwork.c, cb_smwork_note_busy).  sm_busy_later: compute
  * on the copies' own stream (which they would wait for anyway) leaves the GPU
@@ -3323,7 +3365,7 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"sm_busy", sc_sm_busy},         {"sm_idle_sync", sc_sm_idle_sync},   {"sm_idle_event", sc_sm_idle_event},
     {"sm_idle_query", sc_sm_idle_query}, {"sm_room", sc_sm_room},         {"sm_busy_d2d", sc_sm_busy_d2d},
     {"sm_busy_legacy", sc_sm_busy_legacy}, {"sm_legacy_compute", sc_sm_legacy_compute},
-    {"sm_destroyed", sc_sm_destroyed}, {"measured", sc_measured}, {"measured_cold", sc_measured_cold},
+    {"sm_destroyed", sc_sm_destroyed}, {"measured", sc_measured}, {"measured_cold", sc_measured_cold}, {"held_records", sc_held_records},
     {"sm_busy_later", sc_sm_busy_later}, {"sm_busy_ends", sc_sm_busy_ends},
     {"measured_unsampled", sc_measured_unsampled}, {"spell_queued", sc_spell_queued},
     {"spell_thread", sc_spell_thread},
