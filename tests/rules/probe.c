@@ -1755,51 +1755,27 @@ static void sc_measured(void)
  * bursts of 4 KiB host-to-device copies from one pinned buffer, the program
  * asking the driver something (its own work) between two copies, as a
  * framework does; under CUSIM_COST's cold term a batch call after such work
- * costs more per copy than one right after another batch call. */
-static void sc_measured_cold(void)
+ * costs more per copy than one right after another batch call.  From burst
+ * `records_from` on (rule 11), a record after every copy, a query of an early
+ * record mid-burst (the held run goes out there), and the burst's last record
+ * waited for before its bytes are read back through the legacy stream, which
+ * the non-blocking stream does not wait for: the record completes only after
+ * every copy before it, held or not. */
+enum { HELD_BURSTS = 48, HELD_NC = 96 };
+static void held_bursts(int records_from)
 {
-    enum { BURSTS = 48, NC = 96 };
     CUfunction f = compute_fn();
     CUstream a = mkstream(CU_STREAM_NON_BLOCKING), s = mkstream(CU_STREAM_NON_BLOCKING);
-    unsigned char *buf = pinned(NC * SZ), *out = pinned(NC * SZ);
-    CUdeviceptr d = devmem(NC * SZ);
-    compute(f, a, 8, 1u << 30);
-    for (int b = 0; b < BURSTS; b++) {
-        fill(buf, NC * SZ, 30 + b);
-        for (int i = 0; i < NC; i++) {
-            CUdevice dev;
-            CK(cuCtxGetDevice(&dev));
-            CK(cuMemcpyHtoDAsync_v2(d + (size_t)i * SZ, buf + (size_t)i * SZ, SZ, s));
-        }
-        CK(cuStreamSynchronize(s));
-        CK(cuMemcpyDtoHAsync_v2(out, d, NC * SZ, s));
-        CK(cuStreamSynchronize(s));
-        expect("held burst", out, buf, NC * SZ);
-    }
-    CK(cuStreamSynchronize(a));
-}
-
-/* The held arm with the program's event records (rule 11): the bursts of
- * measured_cold, the second half with a record after every copy, a query of an
- * early record mid-burst (the held run goes out there), and the burst's last
- * record waited for before its bytes are read back through the legacy stream,
- * which the non-blocking stream does not wait for: the record completes only
- * after every copy before it, held or not. */
-static void sc_held_records(void)
-{
-    enum { BURSTS = 48, NC = 96 };
-    CUfunction f = compute_fn();
-    CUstream a = mkstream(CU_STREAM_NON_BLOCKING), s = mkstream(CU_STREAM_NON_BLOCKING);
-    unsigned char *buf = pinned(NC * SZ), *out = pinned(NC * SZ);
-    CUdeviceptr d = devmem(NC * SZ);
-    CUevent ev[NC];
-    for (int i = 0; i < NC; i++)
+    unsigned char *buf = pinned(HELD_NC * SZ), *out = pinned(HELD_NC * SZ);
+    CUdeviceptr d = devmem(HELD_NC * SZ);
+    CUevent ev[HELD_NC];
+    for (int i = 0; i < HELD_NC && records_from < HELD_BURSTS; i++)
         CK(cuEventCreate(&ev[i], CU_EVENT_DISABLE_TIMING));
     compute(f, a, 8, 1u << 30);
-    for (int b = 0; b < BURSTS; b++) {
-        int records = b >= BURSTS / 2;
-        fill(buf, NC * SZ, 130 + b);
-        for (int i = 0; i < NC; i++) {
+    for (int b = 0; b < HELD_BURSTS; b++) {
+        int records = b >= records_from;
+        fill(buf, HELD_NC * SZ, 30 + b);
+        for (int i = 0; i < HELD_NC; i++) {
             CUdevice dev;
             CK(cuCtxGetDevice(&dev));
             CK(cuMemcpyHtoDAsync_v2(d + (size_t)i * SZ, buf + (size_t)i * SZ, SZ, s));
@@ -1812,14 +1788,21 @@ static void sc_held_records(void)
             }
         }
         if (records) {
-            CK(cuEventSynchronize(ev[NC - 1]));
-            CK(cuMemcpyDtoH_v2(out, d, NC * SZ));
-            expect("held burst read after its last record", out, buf, NC * SZ);
+            CK(cuEventSynchronize(ev[HELD_NC - 1]));
+            CK(cuMemcpyDtoH_v2(out, d, HELD_NC * SZ));
+            expect("held burst read after its last record", out, buf, HELD_NC * SZ);
+        } else {
+            CK(cuStreamSynchronize(s));
+            CK(cuMemcpyDtoHAsync_v2(out, d, HELD_NC * SZ, s));
+            CK(cuStreamSynchronize(s));
+            expect("held burst", out, buf, HELD_NC * SZ);
         }
         CK(cuStreamSynchronize(s));
     }
     CK(cuStreamSynchronize(a));
 }
+static void sc_measured_cold(void) { held_bursts(HELD_BURSTS); }
+static void sc_held_records(void) { held_bursts(HELD_BURSTS / 2); }
 
 /* A verdict on the GPU's load answers later questions only while nothing it
  * depends on changed (smwork.c, cb_smwork_note_busy).  sm_busy_later: compute
