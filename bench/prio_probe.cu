@@ -18,14 +18,7 @@
 #include <cstring>
 #include <vector>
 
-#define CK(x)                                                                                   \
-    do {                                                                                        \
-        cudaError_t e_ = (x);                                                                   \
-        if (e_ != cudaSuccess) {                                                                \
-            fprintf(stderr, "prio_probe: %s: %s (line %d)\n", #x, cudaGetErrorString(e_), __LINE__); \
-            exit(1);                                                                            \
-        }                                                                                       \
-    } while (0)
+#define CK(x) probe_check("prio_probe", (x), #x, __LINE__)
 
 struct desc { unsigned long long dst, src, bytes; };
 
@@ -74,11 +67,7 @@ int main(int argc, char **argv)
     for (int r = -1; r < rounds; r++) {
         for (int k = 0; k < NC; k++) {
             int cfg = (k + (r < 0 ? 0 : r)) % NC;
-            CK(cudaDeviceSynchronize());
-            CK(cudaMemset(dev, 0, bytes * copies));
-            CK(cudaDeviceSynchronize());
-            products_launch(&load, gemms, 2000); // the products take the GPU
-            double t0 = now_us();
+            double t0 = products_round(&load, dev, bytes * copies, gemms, 2000);
             cudaStream_t done = prog;
             if (cfg == 0) {
                 for (int i = 0; i < copies; i++)

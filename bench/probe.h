@@ -45,14 +45,15 @@ struct products {
     cudaEvent_t g0, g1;
 };
 
-static void products_check(const products *p, cudaError_t e, const char *what, int line)
+// A runtime call that failed ends the program, naming it, the call and the line.
+static void probe_check(const char *prog, cudaError_t e, const char *what, int line)
 {
     if (e != cudaSuccess) {
-        fprintf(stderr, "%s: %s: %s (line %d)\n", p->prog, what, cudaGetErrorString(e), line);
+        fprintf(stderr, "%s: %s: %s (line %d)\n", prog, what, cudaGetErrorString(e), line);
         exit(1);
     }
 }
-#define PRODUCTS_CK(p, x) products_check(p, (x), #x, __LINE__)
+#define PRODUCTS_CK(p, x) probe_check((p)->prog, (x), #x, __LINE__)
 
 static void products_init(products *p, const char *prog, int n)
 {
@@ -88,6 +89,18 @@ static void products_launch(products *p, int gemms, double spin_us)
     PRODUCTS_CK(p, cudaEventRecord(p->g1, p->stream));
     double s0 = now_us();
     while (now_us() - s0 < spin_us) { }
+}
+
+// A configuration's round begins: the device is idle, the copies' target
+// buffer (dev, size bytes) cleared, the products launched and given the GPU;
+// returns the host's time then (us), from which the copies are timed.
+static double products_round(products *p, char *dev, size_t size, int gemms, double spin_us)
+{
+    PRODUCTS_CK(p, cudaDeviceSynchronize());
+    PRODUCTS_CK(p, cudaMemset(dev, 0, size));
+    PRODUCTS_CK(p, cudaDeviceSynchronize());
+    products_launch(p, gemms, spin_us);
+    return now_us();
 }
 
 // The products' own time (us), once they are done.

@@ -25,14 +25,7 @@
 #include <cstring>
 #include <vector>
 
-#define CK(x)                                                                                    \
-    do {                                                                                         \
-        cudaError_t e_ = (x);                                                                    \
-        if (e_ != cudaSuccess) {                                                                 \
-            fprintf(stderr, "stage_probe: %s: %s (line %d)\n", #x, cudaGetErrorString(e_), __LINE__); \
-            exit(1);                                                                             \
-        }                                                                                        \
-    } while (0)
+#define CK(x) probe_check("stage_probe", (x), #x, __LINE__)
 #define CU(x)                                                                         \
     do {                                                                              \
         CUresult r_ = (x);                                                            \
@@ -77,11 +70,7 @@ int main(int argc, char **argv)
     for (int r = -1; r < rounds; r++) {
         for (int k = 0; k < NC; k++) {
             int cfg = (k + (r < 0 ? 0 : r)) % NC;
-            CK(cudaDeviceSynchronize());
-            CK(cudaMemset(dev, 0, bytes * copies));
-            CK(cudaDeviceSynchronize());
-            products_launch(&load, gemms, gemms > 0 ? 2000 : 0); // the products take the GPU
-            double t0 = now_us();
+            double t0 = products_round(&load, dev, bytes * copies, gemms, gemms > 0 ? 2000 : 0);
             if (cfg == LOOP_BLK || cfg == LOOP_ONE) {
                 for (int i = 0; i < copies; i++)
                     CK(cudaMemcpyAsync(dev + i * bytes, cfg == LOOP_BLK ? blk[i] : one + i * bytes, bytes,
