@@ -222,7 +222,7 @@ static int classify_side(struct cb_side *k, uintptr_t p, struct cb_class *out)
     return 0;
 }
 
-int cb_classify_pair(uintptr_t dst, uintptr_t src, struct cb_class *d, struct cb_class *s)
+CB_HOT_CODE int cb_classify_pair(uintptr_t dst, uintptr_t src, struct cb_class *d, struct cb_class *s)
 {
     struct cb_pair *pr = &cb_tls_pair;
     uint64_t gen = atomic_load_explicit(&cb_class_gen, memory_order_acquire);

@@ -351,7 +351,7 @@ pass:
  * for (rule 4).  That goes first, as before any call naming the stream;
  * nothing to do while no run holds anything.  Kept out of copy_one, whose
  * every copy would pay for this call's registers. */
-static __attribute__((noinline)) CUresult issue_unbatched(int hook, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
+static __attribute__((noinline)) CB_HOT_CODE CUresult issue_unbatched(int hook, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
                                                           CUstream stream, int ptsz)
 {
     struct cb_tstats *t = cb_stats_thread();
@@ -425,7 +425,7 @@ static CUresult copy_one(int hook, int ptsz, enum cb_direction entry_dir, CUdevi
     return cb_first_error(fe, cb_issue_copy(hook, dst, src, bytes, stream));
 }
 
-CUresult cb_copy(int hook, int ptsz, enum cb_direction entry_dir, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
+CB_HOT_CODE CUresult cb_copy(int hook, int ptsz, enum cb_direction entry_dir, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
                  CUstream stream)
 {
     /* rule 16: the stream's pending waits come before its copy */

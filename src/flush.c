@@ -194,7 +194,7 @@ CUresult cb_flush_holder(CUevent e)
     return rc;
 }
 
-CUresult cb_flush_stream(CUstream s, int ptsz_entry, enum cb_flush_why why)
+CB_HOT_CODE CUresult cb_flush_stream(CUstream s, int ptsz_entry, enum cb_flush_why why)
 {
     enum cb_stream_kind sk = cb_stream_kind(s, ptsz_entry);
     if (!(cb_flush_does(why) & CB_FD_KEEPS_BURST))

@@ -51,7 +51,7 @@ struct cb_run *cb_run_table;
 static struct cb_run *cb_free_runs; /* removed runs, kept for reuse (store lock) */
 /* Runs that hold copies, a pending join or a pending error.  Zero lets every
  * flush trigger return without taking a lock. */
-atomic_int cb_active; /* read inline: run.h */
+atomic_int cb_active CB_COPY_PATH_PAGE; /* read inline: run.h */
 static atomic_int cb_nonempty; /* runs holding copies: what the timer waits for */
 atomic_int cb_legacy_nonempty; /* legacy-stream runs holding copies (read inline: run.h) */
 atomic_int cb_blocking_active; /* active runs of blocking streams, the legacy one's not (run.h) */
@@ -495,7 +495,7 @@ static int note_of(const struct cb_burst_note *n, uintptr_t stream, uintptr_t ow
 
 /* The note of a stream's burst: the last one found (cb_tls_bursts_last) first,
  * as a lone copy and its synchronize name the same stream one after the other. */
-static struct cb_burst_note *find_note(uintptr_t stream, uintptr_t owner, int any_owner)
+static CB_HOT_CODE struct cb_burst_note *find_note(uintptr_t stream, uintptr_t owner, int any_owner)
 {
     struct cb_burst_note *n = &cb_tls_bursts[cb_tls_bursts_last];
     if (CB_LIKELY(note_of(n, stream, owner, any_owner)))
@@ -569,7 +569,7 @@ static struct cb_burst_note *legacy_note(void)
     return find_note((uintptr_t)CU_STREAM_LEGACY, 0, 1);
 }
 
-int cb_run_pass_first_here(const struct cb_run_key *key)
+CB_HOT_CODE int cb_run_pass_first_here(const struct cb_run_key *key)
 {
     if (!cb_tls_bursts[cb_tls_bursts_last].stream)
         return 0; /* no note at all */
@@ -647,7 +647,7 @@ int cb_run_spell_here(const struct cb_run_key *key, uintptr_t host_alloc, uintpt
     return sp->why;
 }
 
-void cb_runs_named_here(CUstream s, enum cb_stream_kind sk)
+CB_HOT_CODE void cb_runs_named_here(CUstream s, enum cb_stream_kind sk)
 {
     if (CB_UNLIKELY(cb_tls_spells_live)) {
         struct cb_spell *sp = spell_of((uintptr_t)cb_stream_handle(s, sk));

@@ -35,5 +35,41 @@ for limit in cb.copy_path:320 .tdata:256; do
     size=$(printf '%d' "0x$(size_of "$s")")
     [ "$size" -le "$max" ] || { echo "check_layout: $s holds $size bytes (at most $max)"; fail=1; }
 done
+# The copy path's page: cb.copy_path begins a page, and cb.copy_path_page
+# (the real functions' addresses, the count of active runs) ends on it.
+sec_addr() { readelf -SW "$lib" | awk -v s="$1" '$0 ~ "] " s " " { for (i = 1; i <= NF; i++) if ($i == s) print $(i + 2) }'; }
+path_at=$(printf '%d' "0x$(sec_addr cb.copy_path)")
+page_at=$(printf '%d' "0x$(sec_addr cb.copy_path_page)")
+page_end=$((page_at + $(printf '%d' "0x$(size_of cb.copy_path_page)")))
+[ $((path_at % 4096)) = 0 ] || { echo "check_layout: cb.copy_path does not begin a page (at $path_at)"; fail=1; }
+[ $(((page_end - 1) / 4096)) = $((path_at / 4096)) ] ||
+    { echo "check_layout: cb.copy_path_page ends at $page_end, off cb.copy_path's page ($path_at)"; fail=1; }
+page_ndx=$(index_of 'cb\.copy_path_page')
+for name in cb_real cb_active; do
+    ndx=$(readelf -sW "$lib" | awk -v n="$name" '$8 == n { print $7; exit }')
+    [ "$ndx" = "$page_ndx" ] || { echo "check_layout: $name is in section $ndx, not cb.copy_path_page"; fail=1; }
+done
+# The lone copy's code: the functions marked CB_HOT_CODE in src/, the copy
+# wrappers (COPY rows of hooks.def) and those of hot_hooks.def lie together,
+# within three pages; one that lost its mark lies elsewhere in .text.
+hot=$( (sed -n 's/^\(static \)\{0,1\}\(__attribute__((noinline)) \)\{0,1\}CB_HOT_CODE [^(]*[ *]\([A-Za-z_][A-Za-z0-9_]*\)(.*/\3/p' "$src"/*.c
+        sed -n 's/^CB_HOOK(\([A-Za-z0-9_]*\), [01], COPY,.*/\1/p' "$src/hooks.def"
+        sed -n 's/^CB_HOT_HOOK(\([A-Za-z0-9_]*\))$/\1/p' "$src/hot_hooks.def") | sort -u)
+[ "$(printf '%s\n' "$hot" | grep -c .)" -ge 20 ] || { echo "check_layout: hot code found only: $hot"; exit 1; }
+span='' lo='' hi=0
+syms=$(nm -S "$lib")
+for name in $hot; do
+    row=$(printf '%s\n' "$syms" | awk -v n="$name" '($3 == "t" || $3 == "T") && $4 == n { print $1, $2; exit }')
+    [ -n "$row" ] || { span="missing $name"; break; }
+    a=$((0x${row% *})) e=$((0x${row% *} + 0x${row#* }))
+    [ -n "$lo" ] && [ "$lo" -le "$a" ] || lo=$a
+    [ "$hi" -ge "$e" ] || hi=$e
+    span=$((hi - lo))
+done
+case $span in
+''|missing*) echo "check_layout: hot code: ${span:-no symbols}"; fail=1 ;;
+*) [ "$span" -le 12288 ] || { echo "check_layout: the lone copy's code spans $span bytes (at most 12288)"; fail=1; } ;;
+esac
 [ "$fail" = 0 ] || exit 1
-echo "check_layout: $(echo $globals | wc -w) globals in cb.copy_path, $(echo $tls | wc -w) thread-locals in .tdata"
+echo "check_layout: $(echo $globals | wc -w) globals in cb.copy_path, $(echo $tls | wc -w) thread-locals in .tdata," \
+    "cb_real and cb_active on their page, $(echo $hot | wc -w) functions of the lone copy in $span bytes"
