@@ -23,6 +23,7 @@ EXTRA_DIST += \
 	bench/probe.h \
 	bench/torch_batch_probe.py \
 	bench/instructions.sh \
+	bench/nvtx-cost.sh \
 	bench/campaign-extras.sh \
 	bench/bench_threads.c \
 	bench/local.mk

@@ -2350,6 +2350,7 @@ static int seed_env(uint64_t seed, char env[][96], int max)
 struct result {
     int status; /* exit code, or 128 + the signal (128 + SIGALRM: the 60 s limit) */
     char *out;
+    char *err; /* what the run wrote to stderr (cubatch's warnings, a sanitizer's report) */
 };
 
 /* Runs `self run <args>` with a clean environment; preload adds LD_PRELOAD and the
@@ -2390,6 +2391,7 @@ static struct result child(const struct cfg *c, const char *tmpdir, char *const 
     struct result r;
     r.status = th_run(argv, (char *const *)env, outp, errp, 60);
     r.out = th_slurp(outp);
+    r.err = th_slurp(errp);
     unlink(outp);
     if (!c->verbose || r.status == 0)
         unlink(errp);
@@ -2413,9 +2415,11 @@ static char *compared(const char *s)
     return b;
 }
 
-/* 0 same, 1 diverged, 3 the program is invalid (plain run refused it), 2 plain failed */
+/* 0 same, 1 diverged, 3 the program is invalid (plain run refused it), 2 plain failed.
+ * On a divergence *err_out (when err_out is not NULL) takes the preloaded
+ * run's stderr, for the caller to keep beside the saved program. */
 static int compare_runs(const struct cfg *c, const char *tmpdir, char *const args[], char penv[][96], int npenv,
-                        char *what, size_t wl)
+                        char *what, size_t wl, char **err_out)
 {
     struct result a = child(c, tmpdir, args, 0, penv, npenv, "plain");
     int ret = 0;
@@ -2451,8 +2455,14 @@ static int compare_runs(const struct cfg *c, const char *tmpdir, char *const arg
             free(y);
         }
         free(b.out);
+        if (ret == 1 && err_out) {
+            *err_out = b.err;
+            b.err = NULL;
+        }
+        free(b.err);
     }
     free(a.out);
+    free(a.err);
     return ret;
 }
 
@@ -2502,7 +2512,7 @@ static int shrink(const struct cfg *c, const char *tmpdir, struct op *ops, int n
                 cand[idx[k]] = 0;
             write_prog(path, ops, cand, n, seed, 0, penv, npenv, NULL);
             tests++;
-            if (compare_runs(c, tmpdir, args, penv, npenv, w2, sizeof w2) == 1) {
+            if (compare_runs(c, tmpdir, args, penv, npenv, w2, sizeof w2, NULL) == 1) {
                 memcpy(keep, cand, (size_t)n * sizeof(int));
                 snprintf(what, wl, "%s", w2);
                 gran = gran > 2 ? gran - 1 : 2;
@@ -2526,7 +2536,7 @@ static int shrink(const struct cfg *c, const char *tmpdir, struct op *ops, int n
             o->nsub--;
             write_prog(path, ops, keep, n, seed, 0, penv, npenv, NULL);
             tests++;
-            if (compare_runs(c, tmpdir, args, penv, npenv, w2, sizeof w2) == 1) {
+            if (compare_runs(c, tmpdir, args, penv, npenv, w2, sizeof w2, NULL) == 1) {
                 snprintf(what, wl, "%s", w2);
                 continue;
             }
@@ -2557,8 +2567,8 @@ static int one_seed(const struct cfg *c, const char *tmpdir, uint64_t seed)
     snprintf(sbuf, sizeof sbuf, "%llu", (unsigned long long)seed);
     snprintf(lbuf, sizeof lbuf, "%d", c->len);
     char *args[] = {"--seed", sbuf, "--len", lbuf, NULL};
-    char what[512];
-    int r = compare_runs(c, tmpdir, args, penv, npenv, what, sizeof what);
+    char what[512], *err = NULL;
+    int r = compare_runs(c, tmpdir, args, penv, npenv, what, sizeof what, &err);
     if (r == 0)
         return 0;
     if (r != 1) {
@@ -2581,6 +2591,17 @@ static int one_seed(const struct cfg *c, const char *tmpdir, uint64_t seed)
     write_prog(path, g_ops, keep, n, seed, c->len, penv, npenv, what);
     fprintf(stderr, "seed %llu: shrunk to %d of %d ops in %d runs: %s\n  saved %s\n", (unsigned long long)seed, kept,
             n, tests, what, path);
+    /* the whole program's preloaded stderr (the first divergence, before
+     * shrinking): cubatch's warnings and a sanitizer's report are there */
+    char errpath[520];
+    snprintf(errpath, sizeof errpath, "%s/%llu.err", c->regress, (unsigned long long)seed);
+    FILE *ef = err && *err ? fopen(errpath, "w") : NULL;
+    if (ef) {
+        fputs(err, ef);
+        fclose(ef);
+        fprintf(stderr, "  its stderr (preloaded, before shrinking) %s\n", errpath);
+    }
+    free(err);
     free(keep);
     return 1;
 }
@@ -2604,7 +2625,7 @@ static int replay(const struct cfg *c, const char *tmpdir, const char *path)
     fclose(f);
     char *args[] = {"--ops", (char *)path, NULL};
     char what[512];
-    int r = compare_runs(c, tmpdir, args, penv, npenv, what, sizeof what);
+    int r = compare_runs(c, tmpdir, args, penv, npenv, what, sizeof what, NULL);
     if (r)
         fprintf(stderr, "%s: %s\n", path, what);
     return r;

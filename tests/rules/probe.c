@@ -1614,10 +1614,15 @@ static void sc_ptds_timer_pass(void)
  * them reads: it must wait for that submission all the same.  The program's
  * query of its per-thread stream runs the stream on the simulated driver, so a
  * copy not ordered after the side submission runs before it. */
+/* cubatch_set_enabled (include/cubatch.h), found as a program finds it; NULL
+ * without cubatch. */
+typedef int (*set_enabled_fn)(int);
+static set_enabled_fn cubatch_switch(void) { return (set_enabled_fn)dlsym(RTLD_DEFAULT, "cubatch_set_enabled"); }
+
 static void *switch_off_run(void *arg)
 {
     CK(cuCtxSetCurrent(g_ctx));
-    int (*set)(int) = (int (*)(int))dlsym(RTLD_DEFAULT, "cubatch_set_enabled");
+    set_enabled_fn set = cubatch_switch();
     *(int *)arg = set ? set(0) : -1;
     return NULL;
 }
@@ -1644,7 +1649,7 @@ static void sc_ptds_pause_pass(void)
     CK(cuStreamSynchronize_ptsz(NULL));
     CK(cuCtxSynchronize());
     expect("copies submitted by another thread's switch, then the owner's next copy", out, src, N * SZ);
-    int (*set)(int) = (int (*)(int))dlsym(RTLD_DEFAULT, "cubatch_set_enabled");
+    set_enabled_fn set = cubatch_switch();
     if (set)
         set(1);
     free(src);
@@ -2689,11 +2694,11 @@ static void sc_trtllm(void)
     free(out);
 }
 
-/* cubatch_set_enabled (include/cubatch.h), found as a program finds it: 0
- * submits what is queued at once, then copies pass through; 1 defers again. */
+/* cubatch_set_enabled: 0 submits what is queued at once, then copies pass
+ * through; 1 defers again. */
 static void sc_set_enabled(void)
 {
-    int (*set)(int) = (int (*)(int))dlsym(RTLD_DEFAULT, "cubatch_set_enabled");
+    set_enabled_fn set = cubatch_switch();
     unsigned char *src = malloc(3 * N * SZ), *out = pinned(3 * N * SZ);
     fill(src, 3 * N * SZ, 56);
     CUdeviceptr d = devfilled(src, 3 * N * SZ);
