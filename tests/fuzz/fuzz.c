@@ -2350,7 +2350,7 @@ static int seed_env(uint64_t seed, char env[][96], int max)
 struct result {
     int status; /* exit code, or 128 + the signal (128 + SIGALRM: the 60 s limit) */
     char *out;
-    char *err; /* what the run wrote to stderr (cubatch's warnings, a sanitizer's report) */
+    char *err; /* what a preloaded run wrote to stderr (cubatch's warnings, a sanitizer's report) */
 };
 
 /* Runs `self run <args>` with a clean environment; preload adds LD_PRELOAD and the
@@ -2391,7 +2391,7 @@ static struct result child(const struct cfg *c, const char *tmpdir, char *const 
     struct result r;
     r.status = th_run(argv, (char *const *)env, outp, errp, 60);
     r.out = th_slurp(outp);
-    r.err = th_slurp(errp);
+    r.err = preload ? th_slurp(errp) : NULL; /* only a preloaded run's is ever kept */
     unlink(outp);
     if (!c->verbose || r.status == 0)
         unlink(errp);
