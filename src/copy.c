@@ -194,16 +194,6 @@ static int defer(struct cb_copy_req *rq, CUresult *rc)
             return 0;
         }
     }
-    /* the first copy after a call on this thread named the stream, the common
-     * case of a lone copy: decided from this thread's note, without the run,
-     * while no run anywhere holds anything (a per-thread stream's run may hold
-     * a fence to give back: run.c's note_fast).  A legacy copy's context is
-     * not asked yet: any context's note will do (run.h). */
-    if (rq->sk != CB_SK_PER_THREAD && !cb_runs_active() && !cb_flush_closed() && !cb_flush_paused() &&
-        cb_run_pass_first_here(&key)) {
-        CB_COUNT(pass_first);
-        return 0;
-    }
     if (rq->sk == CB_SK_LEGACY) {
         if (!legacy_ctx(rq)) { /* no current context: the driver says what it says */
             CB_COUNT(pass_legacy);
@@ -345,30 +335,35 @@ pass:
 /* ---- the decision ------------------------------------------------------------------ */
 
 /* Batching off for good (rule 2's version rule, CUBATCH_ENABLE=0) or switched
- * off (cubatch_set_enabled(0)): the copy goes out as it came.  Switched off, a
- * run may still hold something of its stream's: copies the switch's flush has
- * not reached yet, or a per-thread run's side submission its stream must wait
- * for (rule 4).  That goes first, as before any call naming the stream;
- * nothing to do while no run holds anything.  Kept out of copy_one, whose
- * every copy would pay for this call's registers. */
-static __attribute__((noinline)) CB_HOT_CODE CUresult issue_unbatched(int hook, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
-                                                          CUstream stream, int ptsz)
+ * off (cubatch_set_enabled(0)): the copy, counted, goes out as it came.
+ * Switched off, a run may still hold something of its stream's: copies the
+ * switch's flush has not reached yet, or a per-thread run's side submission
+ * its stream must wait for (rule 4).  That goes first, as before any call
+ * naming the stream; nothing to do while no run holds anything.  Kept out of
+ * copy_one, whose every copy would pay for this call's registers, and whose
+ * code would take more than the lone copy's pages. */
+static __attribute__((noinline)) CB_HOT_CODE CUresult issue_unbatched(unsigned entry, CUdeviceptr dst, CUdeviceptr src,
+                                                                      size_t bytes, CUstream stream)
 {
     struct cb_tstats *t = cb_stats_thread();
+    cb_bump(&t->calls[cb_entry_hook(entry)], 1);
+    cb_bump(&t->v[CB_ST_copies], 1);
     cb_bump(&t->v[!cb_batching && cb_opt(CB_OPT_enable) ? CB_ST_pass_version : CB_ST_pass_disabled], 1);
     cb_bump(&t->v[CB_ST_copies_unknown], 1);
-    CUresult fe = cb_flush_stream(stream, ptsz, CB_WHY_flush_passthrough);
-    return cb_first_error(fe, cb_issue_copy(hook, dst, src, bytes, stream));
+    CUresult fe = cb_flush_stream(stream, cb_entry_ptsz(entry), CB_WHY_flush_passthrough);
+    return cb_first_error(fe, cb_issue_copy(cb_entry_hook(entry), dst, src, bytes, stream));
 }
 
-static CUresult copy_one(int hook, int ptsz, enum cb_direction entry_dir, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
-                         CUstream stream)
+/* The full path: every rule, for any copy copy_first did not pass. */
+static __attribute__((noinline)) CUresult copy_one(unsigned entry, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
+                                                   CUstream stream)
 {
+    if (!cb_batching || cb_flush_paused())
+        return issue_unbatched(entry, dst, src, bytes, stream);
+    int hook = cb_entry_hook(entry), ptsz = cb_entry_ptsz(entry);
     struct cb_tstats *t = cb_stats_thread();
     cb_bump(&t->calls[hook], 1);
     cb_bump(&t->v[CB_ST_copies], 1);
-    if (!cb_batching || cb_flush_paused())
-        return issue_unbatched(hook, dst, src, bytes, stream, ptsz);
     /* every member set here or before its first use: no zeroing of the whole */
     struct cb_copy_req rq;
     rq.hook = hook;
@@ -397,7 +392,7 @@ static CUresult copy_one(int hook, int ptsz, enum cb_direction entry_dir, CUdevi
     if (cb_classify_pair(dst, src, &rq.dcls, &rq.scls))
         why = CB_ST_pass_query;
     else
-        why = memory_verdict(&rq, entry_dir);
+        why = memory_verdict(&rq, cb_entry_dir(entry));
     if (!why) {
         enum cb_direction d = direction(rq.dcls.kind, rq.scls.kind);
         cb_bump(&t->v[cb_direction_stat(d)], 1);
@@ -425,12 +420,56 @@ static CUresult copy_one(int hook, int ptsz, enum cb_direction entry_dir, CUdevi
     return cb_first_error(fe, cb_issue_copy(hook, dst, src, bytes, stream));
 }
 
-CB_HOT_CODE CUresult cb_copy(int hook, int ptsz, enum cb_direction entry_dir, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
-                 CUstream stream)
+/* The stream's pending waits (rule 16), then the copy. */
+static __attribute__((noinline)) CUresult copy_waited(unsigned entry, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
+                                                      CUstream stream)
 {
-    /* rule 16: the stream's pending waits come before its copy */
-    CUresult waited = CUDA_SUCCESS;
+    CUresult waited = cb_waits_issue(stream);
+    return cb_first_error(waited, copy_one(entry, dst, src, bytes, stream));
+}
+
+/* ---- a burst's first copy ----------------------------------------------------------- */
+
+/* Rule 8: the first copy after a call on this thread named the stream, the
+ * common case of a lone copy, goes out before its memory is asked about.  It
+ * passes through whatever its memory is, so nothing classification learns
+ * could change what happens to it.  The note alone decides, without the run,
+ * while no run anywhere holds anything and no wait is pending (a per-thread
+ * stream's run may hold a fence to give back: run.c's note_fast, which the
+ * stream's kind answers sooner).  A legacy copy's context is not asked yet:
+ * any context's note will do (run.h); a legacy note exists only where the
+ * copy kernel took the stream's copies, and the full path passes the next
+ * copy while a capture forbids that.  Only sizes that every direction's
+ * policy surely defers begin a burst here (not 0 bytes): a copy the policy
+ * would pass leaves the note to the stream's next copy, as on the full path.
+ * Any other copy takes the full path, as does this one when the note says no. */
+static __attribute__((noinline)) CB_HOT_CODE CUresult copy_first(unsigned entry, CUdeviceptr dst, CUdeviceptr src,
+                                                                 size_t bytes, CUstream stream)
+{
+    int ptsz = cb_entry_ptsz(entry);
+    enum cb_stream_kind sk = cb_stream_kind(stream, ptsz);
+    struct cb_run_key key = cb_run_key_of(stream, sk, NULL);
+    if (!cb_batching || cb_flush_paused())
+        return issue_unbatched(entry, dst, src, bytes, stream);
+    if (cb_flush_closed() || sk == CB_SK_PER_THREAD || !cb_run_pass_first_here(&key))
+        return copy_one(entry, dst, src, bytes, stream);
+    struct cb_tstats *t = cb_stats_thread();
+    cb_bump(&t->calls[cb_entry_hook(entry)], 1);
+    cb_bump(&t->v[CB_ST_copies], 1);
+    cb_bump(&t->v[CB_ST_pass_first], 1);
+    cb_bump(&t->v[CB_ST_copies_unknown], 1); /* not classified: not examined */
+    return cb_issue_copy(cb_entry_hook(entry), dst, src, bytes, stream);
+}
+
+/* A copy on a stream with waits pending goes after them; else the checks that
+ * most often send a copy down the full path (a run holds copies, the size is
+ * not one every policy surely defers) come before anything else.  Each call is
+ * a tail call with these very arguments. */
+CB_HOT_CODE CUresult cb_copy(unsigned entry, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream)
+{
     if (CB_UNLIKELY(atomic_load_explicit(&cb_waits_pending_n, memory_order_relaxed)))
-        waited = cb_waits_issue(stream);
-    return cb_first_error(waited, copy_one(hook, ptsz, entry_dir, dst, src, bytes, stream));
+        return copy_waited(entry, dst, src, bytes, stream);
+    if (CB_LIKELY(!cb_runs_active() && bytes - 1 < cb_policy_first_max))
+        return copy_first(entry, dst, src, bytes, stream);
+    return copy_one(entry, dst, src, bytes, stream);
 }

@@ -23,13 +23,14 @@
 #define CB_FORWARD(name, args) (CB_REAL(name) ? CB_REAL(name) args : cb_absent(CB_ID_##name))
 
 /* The pointers of a copy entry, as the library handles them. */
-#define CB_COPY_ARGS(dir, dst, src, bytes, stream) dir, (CUdeviceptr)(uintptr_t)(dst), (CUdeviceptr)(uintptr_t)(src), bytes, stream
+#define CB_COPY_ARGS(name, ptsz, dir, dst, src, bytes, stream) \
+    CB_COPY_ENTRY(CB_ID_##name, ptsz, dir), (CUdeviceptr)(uintptr_t)(dst), (CUdeviceptr)(uintptr_t)(src), bytes, stream
 #define CB_WRAP_COPY(name, ptsz, aarg, params, args) \
     CB_EXPORT CB_HOT_CODE CUresult CUDAAPI name params \
     {                                                \
         cb_init();                                   \
         CB_IN(name);                                 \
-        CUresult r_ = cb_copy(CB_ID_##name, ptsz, CB_COPY_ARGS aarg); \
+        CUresult r_ = cb_copy(CB_CALL(CB_COPY_ARGS, name, ptsz, CB_EXPAND aarg)); \
         CB_OUT();                                    \
         return r_;                                   \
     }
@@ -55,7 +56,9 @@
 /* A call names stream s: its pending waits (rule 16), then its run. */
 static inline CUresult cb_named(CUstream s, int ptsz)
 {
-    CUresult fe = cb_waits_issue(s);
+    CUresult fe = CUDA_SUCCESS;
+    if (CB_UNLIKELY(atomic_load_explicit(&cb_waits_pending_n, memory_order_relaxed)))
+        fe = cb_waits_issue(s);
     return cb_first_error(fe, cb_flush_stream(s, ptsz, CB_WHY_flush_stream));
 }
 /* A call on a whole context: every pending wait, then every run. */

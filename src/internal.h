@@ -177,8 +177,14 @@ int cb_init_running(void); /* this thread is inside cb_init_slow (libcuda callin
 /* ==== decision ================================================================= */
 
 /* ---- copy.c: defer a copy, or pass it through (every rule, one place) --------- */
-CUresult cb_copy(int hook, int ptsz, enum cb_direction entry_dir, CUdeviceptr dst, CUdeviceptr src,
-                 size_t bytes, CUstream stream);
+/* A copy wrapper's entry point in one argument (with five more, a call would
+ * pass the last through memory): its hook id, whether it is a _ptsz twin,
+ * and the direction its name says (enum cb_direction). */
+#define CB_COPY_ENTRY(hook, ptsz, dir) ((unsigned)(hook) | (unsigned)(ptsz) << 16 | (unsigned)(dir) << 17)
+static inline int cb_entry_hook(unsigned entry) { return (int)(entry & 0xffff); }
+static inline int cb_entry_ptsz(unsigned entry) { return (int)(entry >> 16 & 1); }
+static inline enum cb_direction cb_entry_dir(unsigned entry) { return (enum cb_direction)(entry >> 17); }
+CUresult cb_copy(unsigned entry, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream);
 
 /* ---- context.c: contexts that go away ------------------------------------------- */
 /* What a context-destroying call's wrapper learned before forwarding the call. */
@@ -227,6 +233,8 @@ int cb_policy_defer(enum cb_direction d, size_t bytes);
 extern size_t cb_policy_sure[CB_D_COUNT];
 /* ... and the largest it may defer at all (0: none; above it, never). */
 extern size_t cb_policy_top[CB_D_COUNT];
+/* ... and the largest that every direction but host to host surely defers. */
+extern size_t cb_policy_first_max;
 /* A policy text evaluated without installing it: 1 defer, 0 not, -1 refused. */
 int cb_policy_try(const char *text, enum cb_direction d, size_t bytes);
 /* 0 when the text is a valid policy under max_copy, else -1 and why. */

@@ -42,6 +42,9 @@ size_t cb_policy_sure[CB_D_COUNT] CB_COPY_PATH;
  * by CUBATCH_MAX_COPY (0: none), so that a direction it never defers, or a
  * size above every band, is refused without a look at the bands either. */
 size_t cb_policy_top[CB_D_COUNT] CB_COPY_PATH;
+/* The largest copy every direction but host to host surely defers: a burst's
+ * first copy up to it is passed before its direction is known (copy.c). */
+size_t cb_policy_first_max CB_COPY_PATH;
 
 /* The words of directions.def, by enum cb_direction. */
 const char *const cb_direction_names[CB_D_COUNT] = {
@@ -216,6 +219,10 @@ int cb_policy_load(const char *text, char *why, size_t wlen)
                 highest = p.band[d][i].hi - 1;
         cb_policy_top[d] = (size_t)(highest < cb_opt(CB_OPT_max_copy) ? highest : cb_opt(CB_OPT_max_copy));
     }
+    cb_policy_first_max = cb_policy_sure[CB_D_H2D];
+    for (int d = 0; d < CB_D_COUNT; d++)
+        if (d != CB_D_H2H && cb_policy_sure[d] < cb_policy_first_max)
+            cb_policy_first_max = cb_policy_sure[d];
     cb_opt_set_shown(CB_OPT_policy, describe(shown, sizeof shown));
     return rc;
 }

@@ -385,7 +385,8 @@ enum { N_COPIES_PER_PASS = 64 }; /* probe.c: N */
 START_TEST(unregistered_memory_is_pageable_again)
 {
     struct pair p = both("unregister_forgets", NULL);
-    STAT_EQ(p.shim, "pass_pageable", N_COPIES_PER_PASS);
+    /* the pageable pass's first copy goes out unexamined (rule 8) */
+    STAT_EQ(p.shim, "pass_pageable", N_COPIES_PER_PASS - 1);
     STAT_GE(p.shim, "deferred", 2 * (N_COPIES_PER_PASS - 2));
     STAT_GE(p.shim, "allocs_announced", 2);
     pair_free(&p);
@@ -1626,6 +1627,24 @@ START_TEST(a_lone_copy_follows_another_threads_queued_copy)
 }
 END_TEST
 
+/* Rule 8's lone copies (probe.c, lone_counted): passed at once on and off, on a
+ * created and the legacy stream, each counted under its reason (switched off,
+ * or a legacy stream without the copy kernel, which never begins a burst). */
+START_TEST(lone_copies_pass_counted_by_their_reason)
+{
+    const char *const shipped[] = {"CUBATCH_ENGINE=auto", NULL}, *const batch[] = {"CUBATCH_ENGINE=batch", NULL};
+    for (int cfg = 0; cfg < 2; cfg++) {
+        struct pair p = both("lone_counted", cfg ? batch : shipped);
+        STAT_EQ(p.shim, "copies", 12);
+        STAT_EQ(p.shim, "pass_disabled", 4);
+        STAT_EQ(p.shim, "pass_first", cfg ? 4 : 8);
+        STAT_EQ(p.shim, "pass_legacy", cfg ? 4 : 0);
+        STAT_EQ(p.shim, "deferred", 0);
+        pair_free(&p);
+    }
+}
+END_TEST
+
 START_TEST(jax_host_to_device_stream_batches)
 {
     /* docs/design.md section 7: C, CEC, CEEC, CEEWC, CEEEEWC on the host-to-device
@@ -1724,8 +1743,15 @@ START_TEST(waits_ride_until_the_waiting_stream_is_named)
         STAT_GE(p.shim, "flush_event", 32); /* each wait submitted the run holding its record */
         pair_free(&p);
     }
+    /* still pending when the waiting stream's next copy is a burst's first,
+     * with nothing queued anywhere: made before that copy */
+    struct pair p = both("waits_first_copy", open_run);
+    STAT_GE(p.shim, "waits_ridden", 62);
+    STAT_GE(p.shim, "pass_first", 2);
+    LOG_BEFORE(p.shim, "cuStreamWaitEvent", "cuMemcpyDtoDAsync_v2");
+    pair_free(&p);
     /* a wait for a complete event is not made; one behind running compute is */
-    struct pair p = both("waits_met", NULL);
+    p = both("waits_met", NULL);
     STAT_EQ(p.shim, "waits_met", 64);
     STAT_EQ(p.shim, "batches", 1);
     pair_free(&p);
@@ -1852,8 +1878,11 @@ START_TEST(two_devices_peer_copies_pass_through)
     for (int cfg = 0; cfg < TWO_CONFIGS; cfg++) {
         struct pair p = both_two("two_peer", cfg, 2);
         /* cuMemcpyDtoDAsync_v2 and cuMemcpyAsync between the devices: each passes,
-         * after the run it reads from went out */
-        STAT_EQ(p.shim, "pass_foreign", 2 * 64);
+         * after the run it reads from went out; each cuMemcpyAsync follows a
+         * cuMemcpyPeerAsync that named the stream, so it is a burst's first
+         * copy and passes unexamined (rule 8) */
+        STAT_EQ(p.shim, "pass_foreign", 64);
+        STAT_GE(p.shim, "pass_first", 64);
         ck_assert_int_eq(log_count(&p.shim, "cuMemcpyPeerAsync"), 2 * 64);
         ck_assert_int_eq(log_count(&p.shim, "cuMemcpyDtoDAsync_v2"), 64);
         ck_assert_int_eq(log_count(&p.shim, "cuMemcpyAsync"), 64);
@@ -2107,7 +2136,7 @@ int main(void)
         {"markers", TH_TESTS(records_join_the_run, every_observer_submits_the_marker,
                              markers_of_other_threads_and_the_legacy_stream, records_others_may_see_pass_through,
                              one_record_answers_for_a_runs_timing_free_events,
-                             a_lone_copy_follows_another_threads_queued_copy,
+                             a_lone_copy_follows_another_threads_queued_copy, lone_copies_pass_counted_by_their_reason,
                              jax_host_to_device_stream_batches, trtllm_block_copies_and_records_batch,
                              waits_ride_until_the_waiting_stream_is_named,
                              set_enabled_flushes_then_passes_through,

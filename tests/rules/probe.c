@@ -2645,6 +2645,35 @@ static void sc_waits_met(void)
     free(back);
 }
 
+/* Rule 16 and rule 8: the waiting stream's next copy is a burst's first (its
+ * note says a synchronize named it), and the run holding the records went out
+ * already (a query named the copy stream), so nothing is queued anywhere: the
+ * copy may pass through at once, but only after the waits still pending for it. */
+static void sc_waits_first_copy(void)
+{
+    unsigned char *hsrc = pinned(N * SZ), *back = malloc(N * SZ);
+    fill(hsrc, N * SZ, 62);
+    CUdeviceptr dh = devmem(N * SZ), dcopy = devmem(N * SZ);
+    CUstream copy_s = mkstream(CU_STREAM_NON_BLOCKING), compute_s = mkstream(CU_STREAM_NON_BLOCKING);
+    CUevent ev[N];
+    for (int i = 0; i < N; i++)
+        CK(cuEventCreate(&ev[i], CU_EVENT_DISABLE_TIMING));
+    CK(cuMemcpyHtoDAsync_v2(dcopy, hsrc, SZ, compute_s)); /* a burst on the waiting stream ... */
+    CK(cuStreamSynchronize(compute_s));                  /* ... named since */
+    for (int i = 0; i < N; i++) {
+        CK(cuMemcpyHtoDAsync_v2(dh + (size_t)i * SZ, hsrc + (size_t)i * SZ, SZ, copy_s));
+        CK(cuEventRecord(ev[i], copy_s));
+        CK(cuStreamWaitEvent(compute_s, ev[i], 0));
+    }
+    printf("rc: copy_stream_query %d\n", (int)cuStreamQuery(copy_s));
+    CK(cuMemcpyDtoDAsync_v2(dcopy, dh, N * SZ, compute_s));
+    CK(cuStreamSynchronize(compute_s));
+    CK(cuMemcpyDtoH_v2(back, dcopy, N * SZ));
+    expect("the copies, as the waiting stream's first copy sees them", back, hsrc, N * SZ);
+    CK(cuCtxSynchronize());
+    free(back);
+}
+
 /* TensorRT-LLM's KV-cache onboarding, as its transfer manager issues it: per
  * block, a copy from the host pool and a record of the block's own event on
  * the copy stream; the compute stream waits for each of a layer's block events,
@@ -2714,6 +2743,32 @@ static void sc_set_enabled(void)
     CK(cuStreamSynchronize(s));
     expect("copies on, off and on again", out, src, 3 * N * SZ);
     free(src);
+}
+
+/* Lone copies (each followed by its stream's synchronize), counted: on a
+ * created stream switched on, the same switched off, then on the legacy
+ * stream switched on.  After the first, each is a burst's first copy that the
+ * thread's note alone may pass (rule 8); switched off or on a legacy stream
+ * the copy kernel may not take, it is counted as such all the same. */
+static void sc_lone_counted(void)
+{
+    set_enabled_fn set = cubatch_switch();
+    unsigned char *src = pinned(SZ), *back = malloc(SZ);
+    fill(src, SZ, 65);
+    CUdeviceptr d = devmem(SZ);
+    CUstream s = mkstream(CU_STREAM_NON_BLOCKING);
+    for (int part = 0; part < 3; part++) {
+        if (set)
+            set(part != 1);
+        CUstream on = part == 2 ? CU_STREAM_LEGACY : s;
+        for (int i = 0; i < 4; i++) {
+            CK(cuMemcpyHtoDAsync_v2(d, src, SZ, on));
+            CK(cuStreamSynchronize(on));
+        }
+    }
+    CK(cuMemcpyDtoH_v2(back, d, SZ));
+    expect("a lone copy's bytes", back, src, SZ);
+    free(back);
 }
 
 /* JAX device_put of a pytree, as recorded on an H200 (docs/design.md section 7): on
@@ -3339,7 +3394,7 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"exit", sc_exit},             {"errors", sc_errors},
     {"threads", sc_threads},       {"stress", sc_stress},       {"h2d_16k", sc_h2d_16k},
     {"h2d_4k", sc_h2d_4k},         {"single", sc_single},       {"pair", sc_pair},
-    {"lone_after_thread", sc_lone_after_thread},
+    {"lone_after_thread", sc_lone_after_thread}, {"lone_counted", sc_lone_counted},
     {"lone_after_thread_legacy", sc_lone_after_thread_legacy},
     {"legacy_two_contexts", sc_legacy_two_contexts},
     {"long_loop", sc_long_loop},   {"age", sc_age},
@@ -3372,7 +3427,7 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"waits_copy", sc_waits_copy},     {"waits_record", sc_waits_record}, {"waits_sync", sc_waits_sync},
     {"waits_query", sc_waits_query},   {"waits_capture", sc_waits_capture}, {"waits_destroy", sc_waits_destroy},
     {"waits_rerecord", sc_waits_rerecord}, {"waits_ctx_sync", sc_waits_ctx_sync}, {"waits_graph", sc_waits_graph},
-    {"waits_met", sc_waits_met},
+    {"waits_met", sc_waits_met}, {"waits_first_copy", sc_waits_first_copy},
     {"jax", sc_jax},                   {"trtllm", sc_trtllm},           {"set_enabled", sc_set_enabled},
     {"directions", sc_directions},     {"api_flush", sc_api_flush},
     {"err_stream", sc_err_stream},     {"err_wait", sc_err_wait},       {"err_event", sc_err_event},
