@@ -194,13 +194,11 @@ CUresult cb_flush_holder(CUevent e)
     return rc;
 }
 
-CB_HOT_CODE CUresult cb_flush_stream(CUstream s, int ptsz_entry, enum cb_flush_why why)
+/* The runs a call naming stream s must submit first, while some run holds
+ * something.  Apart from cb_flush_stream, so that a call made while nothing is
+ * held (a lone copy's synchronize) does not pay for this body's registers. */
+static __attribute__((noinline)) CUresult flush_stream_runs(CUstream s, enum cb_stream_kind sk, enum cb_flush_why why)
 {
-    enum cb_stream_kind sk = cb_stream_kind(s, ptsz_entry);
-    if (!(cb_flush_does(why) & CB_FD_KEEPS_BURST))
-        cb_runs_named_here(s, sk);
-    if (cb_runs_locked_here() || !cb_runs_active())
-        return CUDA_SUCCESS;
     if (sk == CB_SK_LEGACY)
         return cb_flush_legacy();
     struct cb_run_key key = cb_run_key_of(s, sk, NULL);
@@ -212,6 +210,16 @@ CB_HOT_CODE CUresult cb_flush_stream(CUstream s, int ptsz_entry, enum cb_flush_w
         cb_run_unlock(run);
     }
     return rc;
+}
+
+CB_HOT_CODE CUresult cb_flush_stream(CUstream s, int ptsz_entry, enum cb_flush_why why)
+{
+    enum cb_stream_kind sk = cb_stream_kind(s, ptsz_entry);
+    if (!(cb_flush_does(why) & CB_FD_KEEPS_BURST))
+        cb_runs_named_here(s, sk);
+    if (cb_runs_locked_here() || !cb_runs_active())
+        return CUDA_SUCCESS;
+    return flush_stream_runs(s, sk, why);
 }
 
 CUresult cb_issue_ahead_of_run(const struct cb_copy_req *rq)
