@@ -473,3 +473,6 @@ CB_HOT_CODE CUresult cb_copy(unsigned entry, CUdeviceptr dst, CUdeviceptr src, s
         return copy_first(entry, dst, src, bytes, stream);
     return copy_one(entry, dst, src, bytes, stream);
 }
+
+/* CB_COPY_ENTRY gives a hook id 16 bits. */
+_Static_assert(CB_HOOK_COUNT <= 0xffff, "a hook id fits CB_COPY_ENTRY");

@@ -134,7 +134,9 @@ END_TEST
  * those above its highest (cb_policy_top): the first word never claims a size
  * the bands would not defer, the second never refuses one they would, at any
  * band edge; the default policy's first covers every size up to
- * CUBATCH_MAX_COPY, and the installed bands answer as the policy's text does. */
+ * CUBATCH_MAX_COPY, and the installed bands answer as the policy's text does.
+ * The size up to which a burst's first copy passes unexamined is one every
+ * direction but host to host defers. */
 START_TEST(policy_installed_answers_as_its_bands)
 {
     const char *texts[] = {NULL, "h2d:0-8K,h2d:28K-max,d2h:0-max", "d2h:1K-2K", "h2d:1-4K,d2d:0-16K", "d2h:2-3K", "all", "none"};
@@ -151,12 +153,21 @@ START_TEST(policy_installed_answers_as_its_bands)
                 ck_assert_msg(sizes[i] <= cb_policy_top[d] || !bands, "policy \"%s\", direction %d: the word refuses %zu bytes",
                               texts[t] ? texts[t] : "default", d, sizes[i]);
                 ck_assert_int_eq(cb_policy_defer(d, sizes[i]), bands);
+                /* a burst's first copy passes unexamined only at sizes every
+                 * direction but host to host defers (copy.c, copy_first) */
+                ck_assert_msg(d == CB_D_H2H || sizes[i] > cb_policy_first_max || bands,
+                              "policy \"%s\", direction %d: a first copy of %zu bytes would pass unexamined",
+                              texts[t] ? texts[t] : "default", d, sizes[i]);
             }
         }
-        if (!texts[t])
+        if (!texts[t]) {
             ck_assert_uint_eq(cb_policy_sure[CB_D_H2D], 1 << 20); /* the default never walks its bands */
-        if (texts[t] && !strcmp(texts[t], "d2h:1K-2K"))
+            ck_assert_uint_eq(cb_policy_first_max, 1 << 20);     /* nor does a lone copy ask its direction */
+        }
+        if (texts[t] && !strcmp(texts[t], "d2h:1K-2K")) {
             ck_assert_uint_eq(cb_policy_top[CB_D_H2D], 0); /* a direction without bands never walks them */
+            ck_assert_uint_eq(cb_policy_first_max, 0);     /* nor is its first copy passed unexamined */
+        }
     }
     ck_assert_int_eq(cb_policy_load(NULL, why, sizeof why), 0);
 }
