@@ -237,6 +237,8 @@ MUTANTS = {
     "first-copy-ignores-pending-waits": ("src/copy.c:cb_copy()", "    if (CB_UNLIKELY(atomic_load_explicit(&cb_waits_pending_n, memory_order_relaxed)))\n        return copy_waited(",
                                          "    if (CB_UNLIKELY(atomic_load_explicit(&cb_waits_pending_n, memory_order_relaxed)) && cb_runs_active())\n        return copy_waited(",
                                          "rule 16 (a burst's first copy on the waiting stream)"),
+    "first-copy-size-of-one-direction": ("src/policy.c:cb_policy_load()", "        if (d != CB_D_H2H && cb_policy_sure[d] < cb_policy_first_max)", "        if (0)",
+                                         "rule 8 (a first copy passes unexamined only at sizes every direction's policy defers)"),
     "first-copy-while-switched-off": ("src/copy.c:copy_first()", "    if (!cb_batching || cb_flush_paused())\n        return issue_unbatched(", "    if (!cb_batching)\n        return issue_unbatched(",
                                       "cubatch_set_enabled(0): every copy passes as switched off"),
     "named-stream-ignores-pending-waits": ("src/hooks.c:cb_named()", "        fe = cb_waits_issue(s);", "        (void)0;",
