@@ -232,7 +232,11 @@ def main():
                 if c == "on":
                     share[name][0] += (after["batched_copies"] - before["batched_copies"] +
                                        after["kernel_copies"] - before["kernel_copies"])
-                    share[name][1] += after["copies_h2d"] - before["copies_h2d"]
+                    # a burst's first copy passes unclassified (pass_first, not
+                    # copies_h2d); counted here whatever its direction, so a
+                    # variant that also downloads (transformers) reads a little low
+                    share[name][1] += (after["copies_h2d"] - before["copies_h2d"] +
+                                       after["pass_first"] - before["pass_first"])
                     share_all[name][0] += (after["batched_copies"] - before["batched_copies"] +
                                            after["kernel_copies"] - before["kernel_copies"])
                     share_all[name][1] += after["copies"] - before["copies"]
