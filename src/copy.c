@@ -424,7 +424,7 @@ static __attribute__((noinline)) CUresult copy_one(unsigned entry, CUdeviceptr d
 static __attribute__((noinline)) CUresult copy_waited(unsigned entry, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
                                                       CUstream stream)
 {
-    CUresult waited = cb_waits_issue(stream);
+    CUresult waited = cb_waits_issue_of(stream);
     return cb_first_error(waited, copy_one(entry, dst, src, bytes, stream));
 }
 
@@ -467,7 +467,7 @@ static __attribute__((noinline)) CB_HOT_CODE CUresult copy_first(unsigned entry,
  * a tail call with these very arguments. */
 CB_HOT_CODE CUresult cb_copy(unsigned entry, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream)
 {
-    if (CB_UNLIKELY(atomic_load_explicit(&cb_waits_pending_n, memory_order_relaxed)))
+    if (CB_UNLIKELY(cb_waits_pending()))
         return copy_waited(entry, dst, src, bytes, stream);
     if (CB_LIKELY(!cb_runs_active() && bytes - 1 < cb_policy_first_max))
         return copy_first(entry, dst, src, bytes, stream);

@@ -56,9 +56,7 @@
 /* A call names stream s: its pending waits (rule 16), then its run. */
 static inline CUresult cb_named(CUstream s, int ptsz)
 {
-    CUresult fe = CUDA_SUCCESS;
-    if (CB_UNLIKELY(atomic_load_explicit(&cb_waits_pending_n, memory_order_relaxed)))
-        fe = cb_waits_issue(s);
+    CUresult fe = cb_waits_issue(s);
     return cb_first_error(fe, cb_flush_stream(s, ptsz, CB_WHY_flush_stream));
 }
 /* A call on a whole context: every pending wait, then every run. */

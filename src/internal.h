@@ -302,9 +302,18 @@ int cb_wait_ride(CUstream s, int ptsz, CUevent e, unsigned int flags);
 int cb_wait_may_skip(CUstream s, int ptsz, unsigned int flags);
 /* The pending waits of s (before any call that names s), for e (before e is
  * recorded again or destroyed), or all (before a context-wide call) go to the
- * driver; the first error.  One load while none is pending. */
+ * driver; the first error.  One load while none is pending: cb_waits_issue
+ * makes it inline, cb_waits_issue_of is for a caller that made it already. */
 extern atomic_int cb_waits_pending_n;
-CUresult cb_waits_issue(CUstream s);
+static inline int cb_waits_pending(void)
+{
+    return atomic_load_explicit(&cb_waits_pending_n, memory_order_relaxed) != 0;
+}
+CUresult cb_waits_issue_of(CUstream s);
+static inline CUresult cb_waits_issue(CUstream s)
+{
+    return CB_UNLIKELY(cb_waits_pending()) ? cb_waits_issue_of(s) : CUDA_SUCCESS;
+}
 CUresult cb_waits_issue_event(CUevent e);
 CUresult cb_waits_issue_all(void);
 void cb_waits_atfork_prepare(void);

@@ -38,8 +38,8 @@ CUresult cb_marker_record(int hook, int ptsz, CUevent e, CUstream s, unsigned in
     /* rule 16: the stream's pending waits come before the record, and every
      * pending wait for this event waits for the record it named */
     CUresult waited = CUDA_SUCCESS;
-    if (CB_UNLIKELY(atomic_load_explicit(&cb_waits_pending_n, memory_order_relaxed))) {
-        waited = cb_waits_issue(s);
+    if (CB_UNLIKELY(cb_waits_pending())) {
+        waited = cb_waits_issue_of(s);
         waited = cb_first_error(waited, cb_waits_issue_event(e));
     }
     if (cb_runs_locked_here() || !cb_runs_active()) {
@@ -271,7 +271,7 @@ CUresult cb_flush_launch_config(const CUlaunchConfig *cfg, int ptsz)
     CUresult rc = cfg ? cb_waits_issue(cfg->hStream) : CUDA_SUCCESS; /* rule 16 */
     if (cfg && cfg->attrs && !cb_runs_locked_here() &&
         (cb_runs_marked() || atomic_load_explicit(&cb_events_linked, memory_order_relaxed) ||
-         atomic_load_explicit(&cb_waits_pending_n, memory_order_relaxed))) {
+         cb_waits_pending())) {
         for (unsigned int i = 0; i < cfg->numAttrs; i++) {
             const CUlaunchAttribute *a = &cfg->attrs[i];
             CUevent e = a->id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT ? a->value.programmaticEvent.event

@@ -96,14 +96,14 @@ static CUresult issue(struct cb_wait *w, size_t n)
 
 static CB_HOT_CODE CUresult take_and_issue(enum cb_wait_match by, const void *key)
 {
-    if (cb_runs_locked_here() || !atomic_load_explicit(&cb_waits_pending_n, memory_order_relaxed))
+    if (cb_runs_locked_here() || !cb_waits_pending())
         return CUDA_SUCCESS;
     size_t n;
     struct cb_wait *w = take(by, key, &n);
     return w ? issue(w, n) : CUDA_SUCCESS;
 }
 
-CB_HOT_CODE CUresult cb_waits_issue(CUstream s) { return take_and_issue(CB_WAITS_OF_STREAM, (const void *)s); }
+CB_HOT_CODE CUresult cb_waits_issue_of(CUstream s) { return take_and_issue(CB_WAITS_OF_STREAM, (const void *)s); }
 CUresult cb_waits_issue_event(CUevent e) { return take_and_issue(CB_WAITS_FOR_EVENT, (const void *)e); }
 CUresult cb_waits_issue_all(void) { return take_and_issue(CB_WAITS_ALL, NULL); }
 
