@@ -334,6 +334,16 @@ pass:
 
 /* ---- the decision ------------------------------------------------------------------ */
 
+/* Every copy is counted once, by its entry point; the counters block is
+ * returned for the reason the caller counts next. */
+static inline struct cb_tstats *count_copy(unsigned entry)
+{
+    struct cb_tstats *t = cb_stats_thread();
+    cb_bump(&t->calls[cb_entry_hook(entry)], 1);
+    cb_bump(&t->v[CB_ST_copies], 1);
+    return t;
+}
+
 /* Batching off for good (rule 2's version rule, CUBATCH_ENABLE=0) or switched
  * off (cubatch_set_enabled(0)): the copy, counted, goes out as it came.
  * Switched off, a run may still hold something of its stream's: copies the
@@ -345,9 +355,7 @@ pass:
 static __attribute__((noinline)) CB_HOT_CODE CUresult issue_unbatched(unsigned entry, CUdeviceptr dst, CUdeviceptr src,
                                                                       size_t bytes, CUstream stream)
 {
-    struct cb_tstats *t = cb_stats_thread();
-    cb_bump(&t->calls[cb_entry_hook(entry)], 1);
-    cb_bump(&t->v[CB_ST_copies], 1);
+    struct cb_tstats *t = count_copy(entry);
     cb_bump(&t->v[!cb_batching && cb_opt(CB_OPT_enable) ? CB_ST_pass_version : CB_ST_pass_disabled], 1);
     cb_bump(&t->v[CB_ST_copies_unknown], 1);
     CUresult fe = cb_flush_stream(stream, cb_entry_ptsz(entry), CB_WHY_flush_passthrough);
@@ -361,9 +369,7 @@ static __attribute__((noinline)) CUresult copy_one(unsigned entry, CUdeviceptr d
     if (!cb_batching || cb_flush_paused())
         return issue_unbatched(entry, dst, src, bytes, stream);
     int hook = cb_entry_hook(entry), ptsz = cb_entry_ptsz(entry);
-    struct cb_tstats *t = cb_stats_thread();
-    cb_bump(&t->calls[hook], 1);
-    cb_bump(&t->v[CB_ST_copies], 1);
+    struct cb_tstats *t = count_copy(entry);
     /* every member set here or before its first use: no zeroing of the whole */
     struct cb_copy_req rq;
     rq.hook = hook;
@@ -453,9 +459,7 @@ static __attribute__((noinline)) CB_HOT_CODE CUresult copy_first(unsigned entry,
         return issue_unbatched(entry, dst, src, bytes, stream);
     if (cb_flush_closed() || sk == CB_SK_PER_THREAD || !cb_run_pass_first_here(&key))
         return copy_one(entry, dst, src, bytes, stream);
-    struct cb_tstats *t = cb_stats_thread();
-    cb_bump(&t->calls[cb_entry_hook(entry)], 1);
-    cb_bump(&t->v[CB_ST_copies], 1);
+    struct cb_tstats *t = count_copy(entry);
     cb_bump(&t->v[CB_ST_pass_first], 1);
     cb_bump(&t->v[CB_ST_copies_unknown], 1); /* not classified: not examined */
     return cb_issue_copy(cb_entry_hook(entry), dst, src, bytes, stream);
