@@ -41,6 +41,18 @@ __attribute__((no_sanitize("address", "undefined", "thread"))) void cb_real_dlsy
 
 static void *sym(void *h, const char *name) { return h && cb_real_dlsym ? cb_real_dlsym(h, name) : NULL; }
 
+/* The driver version from which each row's function exists: 0 for a CB_HOOK
+ * row (CUDA 13.0 or older), its version for a CB_HOOK_SINCE row. */
+static const int cb_hook_since[CB_HOOK_COUNT] = {
+#define CB_HOOK(name, ptsz, action, aarg, params, args)
+#define CB_HOOK_SINCE(version, name, ptsz, action, aarg, params, args) [CB_ID_##name] = version,
+#include "hooks.def"
+#undef CB_HOOK_SINCE
+#undef CB_HOOK
+};
+
+int cb_driver_version;
+
 int cb_driver_load(void)
 {
     if (!cb_real_dlsym)
@@ -48,13 +60,16 @@ int cb_driver_load(void)
     void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
     if (!h)
         h = dlopen("libcuda.so.1", RTLD_LAZY);
-    /* A lookup on the driver's own handle finds the driver's definition, never
-     * cubatch's export of the same name. */
-    for (size_t i = 0; i < CB_HOOK_COUNT; i++)
-        cb_real[i] = sym(h, cb_hook_rows[i].name);
 #define CB_DRIVER(name) cb_drv.name = (__typeof__(cb_drv.name))sym(h, #name);
 #include "driver.def"
 #undef CB_DRIVER
+    if (!cb_drv.cuDriverGetVersion || cb_drv.cuDriverGetVersion(&cb_driver_version) != CUDA_SUCCESS)
+        cb_driver_version = 0;
+    /* A lookup on the driver's own handle finds the driver's definition, never
+     * cubatch's export of the same name.  A function newer than the driver is
+     * not looked up: the driver hands it out to nobody (rule 15). */
+    for (size_t i = 0; i < CB_HOOK_COUNT; i++)
+        cb_real[i] = cb_hook_since[i] <= cb_driver_version ? sym(h, cb_hook_rows[i].name) : NULL;
     cb_driver_found = h != NULL;
     return cb_driver_found;
 }

@@ -1,7 +1,7 @@
 /* internal.h - names shared between cubatch's source files, grouped by the file
  * that defines them, in the order of the layers (docs/contributing.md, "Source map"):
  *
- *   interception   hooks.c resolve.c api.c  ->  init.c
+ *   interception   hooks.c resolve.c api.c  ->  net.c init.c
  *   decision       copy.c context.c  ->  classify.c policy.c
  *   flushing       life.c marker.c  ->  waits.c  ->  timer.c  ->  flush.c
  *   runs           run.c  ->  hazard.c event.c
@@ -23,6 +23,8 @@
 #include <cudaGL.h>
 #include <cudaEGL.h>
 #include <cudaProfiler.h>
+/* The types of rows for functions added after the header at hand (hooks.def). */
+#include "cuda_since.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -167,6 +169,18 @@ static inline enum cb_stream_kind cb_stream_kind(CUstream s, int ptsz_entry)
 
 /* ---- hooks.c: the wrappers generated from hooks.def ---------------------------- */
 extern void *const cb_wrappers[CB_HOOK_COUNT]; /* each row's exported wrapper */
+
+/* ---- net.c: driver functions no table names (rule 15) -------------------------- */
+/* Is name a function of src/driver_api.list or a row of hooks.def? */
+int cb_net_knows(const char *name);
+/* The CUDA_VERSION of the newest headers the tables were checked against. */
+int cb_net_version_checked(void);
+/* Is p code of the driver (libcuda.so*)? */
+int cb_net_is_driver_code(void *p);
+/* What the program gets for the driver's function real, which no table names:
+ * a trampoline that submits everything held first, else real with deferral
+ * switched off for the process. */
+void *cb_net_wrap(const char *name, void *real);
 
 /* ---- init.c: everything cubatch needs before its first decision -------------- */
 /* cb_init() (init.h) is what the entry points call first. */
@@ -392,6 +406,12 @@ size_t cb_stats_json(char *buf, size_t len);
 size_t cb_stats_text(char *buf, size_t len);
 /* The measured choice's table for the report (text or JSON), given by choose.c. */
 void cb_stats_set_choices(size_t (*describe)(char *buf, size_t len, int json));
+/* Driver functions no table names, by the net's slot (net.c): the name the
+ * program asked for, and its calls. */
+#define CB_NET_SLOTS 32
+void cb_stat_unknown_name_set(int slot, const char *name);
+const char *cb_stat_unknown_name(int slot);
+void cb_stat_unknown_call(int slot);
 
 /* ---- report.c: the report at exit, written where CUBATCH_STATS_FILE says ------ */
 void cb_report_init(void); /* at initialisation: the exit report registered when asked for */
@@ -478,6 +498,8 @@ extern struct cb_driver cb_drv;
 /* Opens libcuda.so.1 (if it is loaded, or loadable) and fills cb_real and cb_drv;
  * returns 1 when a driver was found. */
 int cb_driver_load(void);
+/* cuDriverGetVersion's answer at load (13000 for 13.0), 0 when it had none. */
+extern int cb_driver_version;
 /* A wrapper whose real function is missing: the quiet answer. */
 CUresult cb_absent(int hook);
 /* libc's dlsym, never ours (the x86-64 entry of dlsym in resolve.c jumps to it). */

@@ -31,6 +31,7 @@
 #include <cudaGL.h>
 #include <cudaEGL.h>
 #include <cudaProfiler.h>
+#include "cuda_since.h" /* the functions hooks.def has from newer drivers */
 
 #include <pthread.h>
 #include <stdio.h>
