@@ -53,7 +53,8 @@ LOG_COMPILER = $(TEST_PREFIX)
 TEST_EXTENSIONS = .sh
 SH_LOG_COMPILER = $(SHELL)
 AM_TESTS_ENVIRONMENT = top_builddir=$(top_builddir) top_srcdir=$(top_srcdir) CC='$(CC)' \
-	CUDA_CPPFLAGS='$(CUDA_CPPFLAGS)'; export top_builddir top_srcdir CC CUDA_CPPFLAGS;
+	CUDA_CPPFLAGS='$(CUDA_CPPFLAGS)' CUDA_TOOLKIT_CPPFLAGS='$(CUDA_TOOLKIT_CPPFLAGS)'; \
+	export top_builddir top_srcdir CC CUDA_CPPFLAGS CUDA_TOOLKIT_CPPFLAGS;
 
 # The pure parts, in-process: option parsing, size policy, hazard index.
 check_PROGRAMS += tests/check_units
