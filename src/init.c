@@ -45,6 +45,10 @@ void cb_init_slow(void)
     cb_fork_init(); /* the counters' fork handlers (fork.c) */
     cb_report_init();
     int found = cb_driver_load();
+    if (found && cb_driver_version > cb_net_version_checked())
+        cb_log(CB_LOG_NOTICE, "the driver (CUDA_VERSION %d) is newer than the headers cubatch's tables were checked "
+               "against (%d): a call of a driver function they do not name submits every run first",
+               cb_driver_version, cb_net_version_checked());
     if (found) {
         cb_engines_init();
     } else {

@@ -13,7 +13,7 @@ nodist_include_HEADERS = include/cubatch.h
 src_libcubatch_core_la_SOURCES = \
 	src/internal.h src/stats.h src/run.h src/event.h src/hazard.h src/engine.h src/copies.h \
 	src/engine_batch.h src/engine_loop.h src/engine_kernel.h src/ptds.h src/smwork.h src/tblock.h src/copy_kernel.h \
-	src/capture.h src/allocs.h src/choose.h src/stream.h src/futex.h \
+	src/capture.h src/allocs.h src/choose.h src/stream.h src/futex.h src/cuda_since.h \
 	src/hooks.def src/hot_hooks.def src/actions.def src/driver.def src/options.def src/stats.def src/directions.def \
 	src/copy.c src/context.c src/classify.c src/allocs.c src/policy.c \
 	src/life.c src/fork.c src/marker.c src/waits.c src/timer.c src/look.c src/flush.c \
@@ -32,7 +32,21 @@ EXTRA_DIST += tools/gen-hooks-each.sh
 src/hooks_each.h: $(srcdir)/src/actions.def $(srcdir)/tools/gen-hooks-each.sh
 	$(AM_V_GEN)$(MKDIR_P) src && AWK='$(AWK)' $(SHELL) $(srcdir)/tools/gen-hooks-each.sh $(srcdir)/src/actions.def >$@.tmp && mv $@.tmp $@
 
-src_libcubatch_la_SOURCES = src/init.h src/hooks.c src/resolve.c src/api.c src/init.c
+src_libcubatch_la_SOURCES = src/init.h src/hooks.c src/resolve.c src/api.c src/net.c src/init.c
+
+# driver_api.h, the names of src/driver_api.list as a sorted C array for the net
+# (net.c), made in the build tree.
+nodist_src_libcubatch_la_SOURCES = src/driver_api.h
+BUILT_SOURCES += src/driver_api.h
+CLEANFILES += src/driver_api.h
+EXTRA_DIST += src/driver_api.list
+src/driver_api.h: $(srcdir)/src/driver_api.list
+	$(AM_V_GEN)$(MKDIR_P) src && { \
+	    echo '/* driver_api.h - made from src/driver_api.list at build time.  Do not edit. */'; \
+	    sed -n 's/^version \([0-9][0-9]*\)$$/#define CB_API_VERSION \1/p' $(srcdir)/src/driver_api.list; \
+	    echo 'static const char *const cb_api_names[] = {'; \
+	    sed -n 's/^\(cu[A-Za-z0-9_]*\)$$/    "\1",/p' $(srcdir)/src/driver_api.list; \
+	    echo '};'; } >$@.tmp && mv $@.tmp $@
 src_libcubatch_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden -pthread
 src_libcubatch_la_LDFLAGS = -avoid-version -module -no-undefined -shared -pthread \
 	-Wl,-Bsymbolic-functions $(AM_LDFLAGS)

@@ -56,6 +56,44 @@ static void *cb_swap(void *p)
     return e ? e->wrapper : p;
 }
 
+/* What the program gets for the driver's p, which it asked for by name: our
+ * wrapper, or the net's trampoline when no table names the function (rule 15;
+ * only the driver's own code: dlsym may find a cu* name elsewhere), or p. */
+static void *hand_out(const char *name, void *p)
+{
+    void *w = cb_swap(p);
+    if (w != p || cb_net_knows(name) || !cb_net_is_driver_code(p))
+        return w;
+    return cb_net_wrap(name, p);
+}
+
+/* Does the driver give p for symbol at the version the tables were checked
+ * against?  A caller of a newer cudaVersion may get a newer ABI of a known
+ * name, which nobody decided about. */
+static int same_at_checked_version(const char *symbol, cuuint64_t flags, void *p)
+{
+    void *q = NULL;
+    CUresult r;
+    if (CB_REAL(cuGetProcAddress_v2))
+        r = CB_REAL(cuGetProcAddress_v2)(symbol, &q, cb_net_version_checked(), flags, NULL);
+    else if (CB_REAL(cuGetProcAddress))
+        r = CB_REAL(cuGetProcAddress)(symbol, &q, cb_net_version_checked(), flags);
+    else
+        return 1;
+    return r == CUDA_SUCCESS && q == p;
+}
+
+/* ... and what it gets from cuGetProcAddress (the driver's answer, p). */
+static void *hand_out_proc(const char *symbol, int version, cuuint64_t flags, void *p)
+{
+    void *w = cb_swap(p);
+    if (w != p || !symbol)
+        return w;
+    if (!cb_net_knows(symbol) || (version > cb_net_version_checked() && !same_at_checked_version(symbol, flags, p)))
+        return cb_net_wrap(symbol, p);
+    return p;
+}
+
 /* Driver functions are named cu + an upper-case letter; only those are ours to
  * look at (curl_*, cuserid and the rest are not). */
 static int is_driver_name(const char *name)
@@ -213,12 +251,12 @@ CB_DLSYM_VISIBILITY CB_UNINSTRUMENTED void *CB_DLSYM_IMPL(void *handle, const ch
         if (!atomic_load_explicit(&cb_init_done, memory_order_acquire))
             return p;
     }
-    return cb_swap(p);
+    return hand_out(name, p);
 }
 
 /* The resolvers (the RESOLVER rows of hooks.def) differ only in arity: ask the
  * real one, keep its answer, swap the pointer if (and only if) it is a function
- * we wrap. */
+ * we wrap, or one no table names (the net). */
 #define CB_ON_RESOLVER(name, ptsz, action, aarg, params, args)                 \
     CB_EXPORT CUresult CUDAAPI name params                               \
     {                                                                    \
@@ -228,7 +266,7 @@ CB_DLSYM_VISIBILITY CB_UNINSTRUMENTED void *CB_DLSYM_IMPL(void *handle, const ch
             return cb_absent(CB_ID_##name);                              \
         CUresult r = CB_REAL(name) args;                                 \
         if (r == CUDA_SUCCESS && pfn && *pfn)                            \
-            *pfn = cb_swap(*pfn);                                        \
+            *pfn = hand_out_proc(symbol, cudaVersion, flags, *pfn);      \
         return r;                                                        \
     }
 #include "hooks_each.h"

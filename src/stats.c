@@ -176,6 +176,32 @@ static void json_per_hook(struct cb_out *o, const uint64_t *count, int copies_on
 static size_t (*cb_choices_describe)(char *buf, size_t len, int json);
 void cb_stats_set_choices(size_t (*describe)(char *buf, size_t len, int json)) { cb_choices_describe = describe; }
 
+/* The net's functions (net.c): a slot's name is written once, before its
+ * trampoline is handed out (which publishes it); its calls from any thread. */
+static char cb_unknown_names[CB_NET_SLOTS][64];
+static atomic_ullong cb_unknown_calls[CB_NET_SLOTS];
+
+void cb_stat_unknown_name_set(int slot, const char *name)
+{
+    snprintf(cb_unknown_names[slot], sizeof cb_unknown_names[slot], "%s", name);
+}
+const char *cb_stat_unknown_name(int slot) { return cb_unknown_names[slot]; }
+void cb_stat_unknown_call(int slot) { atomic_fetch_add_explicit(&cb_unknown_calls[slot], 1, memory_order_relaxed); }
+
+/* Each named slot's name and calls (text rows, or JSON members). */
+static void out_unknown(struct cb_out *o, int json)
+{
+    if (!json && cb_unknown_names[0][0])
+        out(o, "  %-28s %14s  %s\n", "unknown driver function", "calls", "each submitted every run first (the net)");
+    for (int i = 0; i < CB_NET_SLOTS && cb_unknown_names[i][0]; i++) {
+        unsigned long long n = atomic_load_explicit(&cb_unknown_calls[i], memory_order_relaxed);
+        if (json)
+            out(o, "%s\"%s\":%llu", i ? "," : "", cb_unknown_names[i], n);
+        else
+            out(o, "  %-28s %14llu\n", cb_unknown_names[i], n);
+    }
+}
+
 /* Appends its text (text or JSON) to o. */
 static void out_choices(struct cb_out *o, int json)
 {
@@ -211,6 +237,8 @@ size_t cb_stats_json(char *buf, size_t len)
     out(&o, "},\"counters\":{");
     for (size_t i = 0; i < CB_STAT_COUNT; i++)
         out(&o, "%s\"%s\":%llu", i ? "," : "", cb_stat_names[i], (unsigned long long)v[i]);
+    out(&o, "},\"unknown_functions\":{");
+    out_unknown(&o, 1);
     out(&o, "},\"choices\":[");
     out_choices(&o, 1);
     out(&o, "]}");
@@ -247,6 +275,7 @@ static void report_text(struct cb_out *o)
     if (v[CB_ST_batches])
         out(o, "  %-28s %14.1f  %s\n", "mean_batch", (double)v[CB_ST_batched_copies] / (double)v[CB_ST_batches],
             "copies per batch");
+    out_unknown(o, 0);
     out_choices(o, 0);
 }
 
