@@ -1,7 +1,7 @@
 /* cuda_since.h - the types of the driver functions that CUDA 13.1 to 13.5 added
  * and hooks.def wraps (its CB_HOOK_SINCE rows), for a build against an older
  * cuda.h.  The library is built by the toolkit at hand (13.0 on CI) but must
- * wrap what a newer driver hands out (docs/design.md rule 15), so each row is
+ * wrap what a newer driver hands out (docs/design.md rule 17), so each row is
  * compiled whatever the header: its own definition declares the function, and
  * only the types a row's parameters name must come from somewhere.  Each block
  * stands for the header version that brought its types; a wrapper only passes

@@ -67,7 +67,7 @@ int cb_driver_load(void)
         cb_driver_version = 0;
     /* A lookup on the driver's own handle finds the driver's definition, never
      * cubatch's export of the same name.  A function newer than the driver is
-     * not looked up: the driver hands it out to nobody (rule 15). */
+     * not looked up: the driver hands it out to nobody (rule 17). */
     for (size_t i = 0; i < CB_HOOK_COUNT; i++)
         cb_real[i] = cb_hook_since[i] <= cb_driver_version ? sym(h, cb_hook_rows[i].name) : NULL;
     cb_driver_found = h != NULL;

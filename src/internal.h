@@ -170,7 +170,7 @@ static inline enum cb_stream_kind cb_stream_kind(CUstream s, int ptsz_entry)
 /* ---- hooks.c: the wrappers generated from hooks.def ---------------------------- */
 extern void *const cb_wrappers[CB_HOOK_COUNT]; /* each row's exported wrapper */
 
-/* ---- net.c: driver functions no table names (rule 15) -------------------------- */
+/* ---- net.c: driver functions no table names (rule 17) -------------------------- */
 /* Is name a function of src/driver_api.list or a row of hooks.def? */
 int cb_net_knows(const char *name);
 /* The CUDA_VERSION of the newest headers the tables were checked against. */

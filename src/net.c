@@ -1,5 +1,5 @@
 /* net.c - the net for driver functions that no table names (docs/design.md
- * rule 15).
+ * rule 17).
  *
  * hooks.def and hooks.skip decide every function of the newest CUDA 13 headers
  * cubatch was checked against (src/driver_api.list names them all).  A newer

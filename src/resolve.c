@@ -57,7 +57,7 @@ static void *cb_swap(void *p)
 }
 
 /* What the program gets for the driver's p, which it asked for by name: our
- * wrapper, or the net's trampoline when no table names the function (rule 15;
+ * wrapper, or the net's trampoline when no table names the function (rule 17;
  * only the driver's own code: dlsym may find a cu* name elsewhere), or p. */
 static void *hand_out(const char *name, void *p)
 {

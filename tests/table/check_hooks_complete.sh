@@ -18,7 +18,7 @@
 # lines that name a function neither the headers nor src/driver_api.list declare.
 #
 # src/driver_api.list is every function the newest headers checked declare (the
-# library's net takes any other name as unknown: docs/design.md rule 15).  Headers
+# library's net takes any other name as unknown: docs/design.md rule 17).  Headers
 # as new as the list must declare nothing it lacks; newer ones fail the test until
 # the list is made again from them (--api) and their new functions decided.
 #
@@ -117,7 +117,7 @@ if [ "$mode" = --api ]; then
     printf '# driver_api.list - every driver function (CUresult cu*) that the newest CUDA 13\n'
     printf '# headers checked declare (cuda.h, cudaGL.h, cudaEGL.h, cudaVDPAU.h,\n'
     printf '# cudaProfiler.h with __CUDA_API_VERSION_INTERNAL), with their CUDA_VERSION.\n'
-    printf '# Made by tests/table/check_hooks_complete.sh --api; docs/design.md rule 15.\n'
+    printf '# Made by tests/table/check_hooks_complete.sh --api; docs/design.md rule 17.\n'
     printf 'version %s\n' "$version"
     cat "$tmp/declared.names"
     exit 0
