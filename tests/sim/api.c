@@ -52,7 +52,9 @@ static __thread int tls_nptds;
 
 static struct sim_stream *stream_new(struct sim_ctx *ctx, int kind, unsigned flags, int prio)
 {
-    struct sim_stream *s = calloc(1, sizeof *s);
+    struct sim_stream *s = kind == ST_USER ? sim_reuse_stream(ctx_list) : NULL; /* a gone one's handle (reuse.c) */
+    if (!s)
+        s = calloc(1, sizeof *s);
     if (!s)
         abort();
     s->kind = kind;
@@ -375,8 +377,8 @@ static CUresult classify(const void *p, size_t n, int side, struct ptrinfo *pi, 
 /* One copy on stream h.  sync: the call returns only after the copy is done (synchronous
  * API).  A pageable source is staged at call time; a pageable destination makes the copy
  * synchronous; everything else is deferred. */
-static CUresult copy_op(struct call *c, void *dst, const void *src, size_t n, CUstream h, int ptsz,
-                        int dside, int sside, int sync)
+static CUresult copy_op_ex(struct call *c, void *dst, const void *src, size_t n, CUstream h, int ptsz,
+                           int dside, int sside, int sync, int stage)
 {
     struct sim_stream *s;
     struct ptrinfo di, si;
@@ -411,7 +413,7 @@ static CUresult copy_op(struct call *c, void *dst, const void *src, size_t n, CU
     nd->n = n;
     nd->dst_id = di.id;
     nd->src_id = si.id;
-    if (!si.a) {
+    if (!si.a || stage) { /* stage: read at the call whatever the source (DURING_API_CALL) */
         nd->staged = malloc(n);
         if (!nd->staged)
             abort();
@@ -425,6 +427,11 @@ static CUresult copy_op(struct call *c, void *dst, const void *src, size_t n, CU
         return s->ctx->sticky;
     }
     return CUDA_SUCCESS;
+}
+static CUresult copy_op(struct call *c, void *dst, const void *src, size_t n, CUstream h, int ptsz,
+                        int dside, int sside, int sync)
+{
+    return copy_op_ex(c, dst, src, n, h, ptsz, dside, sside, sync, 0);
 }
 
 static CUresult memset_op(struct call *c, CUdeviceptr d, unsigned val, int elsize, size_t count, CUstream h,
@@ -1106,7 +1113,18 @@ static CUresult ctx_create(CUcontext *pctx, unsigned flags, CUdevice dev)
         return rc;
     if (!pctx)
         return CUDA_ERROR_INVALID_VALUE;
-    struct sim_ctx *c = ctx_new(dev, flags, 0);
+    struct sim_ctx *c = sim_reuse_ctx(ctx_list); /* CUSIM_HANDLE_REUSE: a destroyed one's handle (reuse.c) */
+    if (c) { /* made anew, as a primary context is revived */
+        c->dev = dev;
+        c->flags = flags;
+        c->alive = 1;
+        c->sticky = CUDA_SUCCESS;
+        c->id = sim_next_id();
+        ctx_init_streams(c);
+        sim_handle_add(c, H_CTX);
+    } else {
+        c = ctx_new(dev, flags, 0);
+    }
     push_ctx(c);
     *pctx = (CUcontext)c;
     return CUDA_SUCCESS;
@@ -1880,7 +1898,7 @@ static CUresult host_op(struct call *c, CUstream h, int ptsz, CUhostFn fn, CUstr
     if ((rc = stream_use(s, &capturing)))
         return rc;
     if (capturing) {
-        if (cb) { /* callbacks cannot be captured */
+        if (cb || s->cap->cig) { /* callbacks cannot be captured, nor anything host-side into CIG */
             s->cap->status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
             return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
         }
@@ -2369,6 +2387,8 @@ static CUresult end_capture(CUstream h, int ptsz, CUgraph *pg)
     struct sim_capture *k = s->cap;
     if (k->origin != s)
         return CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;
+    if (k->cig) /* ended by cuStreamEndCaptureToCig only (api13x.c) */
+        return CUDA_ERROR_ILLEGAL_STATE;
     if (k->mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL && !pthread_equal(k->thread, pthread_self()))
         return CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
     for (struct sim_stream *o = s->ctx->streams; o; o = o->next)
@@ -2381,8 +2401,15 @@ static CUresult end_capture(CUstream h, int ptsz, CUgraph *pg)
         k->graph = NULL;
         return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     }
-    sim_handle_add(k->graph, H_GRAPH);
-    *pg = (CUgraph)k->graph;
+    if (k->target && sim_handle_ok(k->target, H_GRAPH)) { /* a recapture: its ops replace the graph's */
+        graph_free_ops(k->target);
+        *k->target = *k->graph;
+        free(k->graph);
+        *pg = (CUgraph)k->target;
+    } else {
+        sim_handle_add(k->graph, H_GRAPH);
+        *pg = (CUgraph)k->graph;
+    }
     k->graph = NULL;
     /* k stays allocated: events recorded during the capture still point at it */
     k->status = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -2421,7 +2448,7 @@ static CUresult capture_info(CUstream h, int ptsz, CUstreamCaptureStatus *st, cu
         if (id)
             *id = s->cap->id;
         if (g)
-            *g = (CUgraph)s->cap->graph;
+            *g = (CUgraph)(s->cap->target ? s->cap->target : s->cap->graph);
     }
     if (deps)
         *deps = NULL;
@@ -2582,3 +2609,53 @@ static CUresult graph_launch(struct call *c, CUgraphExec h, CUstream hs, int pts
 }
 CUresult CUDAAPI cuGraphLaunch(CUgraphExec h, CUstream s) { BEGIN_S("cuGraphLaunch", s); END(graph_launch(&C_, h, s, 0)); }
 CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec h, CUstream s) { BEGIN_S("cuGraphLaunch_ptsz", s); END(graph_launch(&C_, h, s, 1)); }
+
+/* ------------------------------------------------------------------ for api13x.c (sim.h) */
+
+CUresult sim_copy_async(struct call *c, void *dst, const void *src, size_t n, CUstream h, int ptsz, int stage_src)
+{ return copy_op_ex(c, dst, src, n, h, ptsz, SIDE_ANY, SIDE_ANY, 0, stage_src); }
+CUresult sim_host_func(struct call *c, CUstream h, int ptsz, CUhostFn fn, void *ud)
+{ return host_op(c, h, ptsz, fn, NULL, ud); }
+CUresult sim_stream_sync(CUstream h, int ptsz) { return stream_sync(h, ptsz); }
+
+CUresult sim_begin_capture(CUstream h, int ptsz, CUstreamCaptureMode mode, struct sim_graph *target, int cig)
+{
+    struct sim_stream *s;
+    CUresult rc = begin_capture(h, ptsz, mode);
+    if (rc)
+        return rc;
+    resolve_stream(h, ptsz, &s);
+    s->cap->target = target;
+    s->cap->cig = cig;
+    return CUDA_SUCCESS;
+}
+
+/* The stream leaves its CIG capture (and so do the streams that joined it); a valid
+ * capture's work runs on the stream as a graph launch would run it: the sim's stand-in for
+ * the graphics API submitting the command list right away. */
+CUresult sim_end_capture_cig(struct call *c, CUstream h, int ptsz)
+{
+    struct sim_stream *s;
+    CUresult rc = resolve_stream(h, ptsz, &s);
+    if (rc)
+        return rc;
+    struct sim_capture *k = s->cap;
+    if (!k || !k->cig || k->origin != s)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (struct sim_stream *o = s->ctx->streams; o; o = o->next)
+        if (o->cap == k)
+            o->cap = NULL;
+    struct sim_graph *g = k->graph;
+    k->graph = NULL;
+    if (k->status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+        k->status = CU_STREAM_CAPTURE_STATUS_NONE;
+        sim_handle_add(g, H_GEXEC);
+        rc = graph_launch(c, (CUgraphExec)g, h, ptsz);
+        sim_handle_del(g);
+    } else {
+        rc = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    }
+    graph_free_ops(g);
+    free(g);
+    return rc;
+}

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "copy_kernel.h"
+#include "cuda_since.h" /* types of CUDA 13.1+ functions, for an older cuda.h */
 #include "cusim.h"
 
 #ifndef SIM_SRCDIR
@@ -42,6 +43,19 @@ CUresult cuMemsetD8Async_ptsz(CUdeviceptr, unsigned char, size_t, CUstream);
 CUresult cuLaunchKernel_ptsz(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,
                              unsigned int, unsigned int, CUstream, void **, void **);
 CUresult cuStreamQuery_ptsz(CUstream);
+/* added after CUDA 13.0 (tests/sim/api13x.c), and the sim's "future" two */
+CUresult cuLaunchHostFunc_v2(CUstream, CUhostFn, void *, unsigned int);
+CUresult cuLaunchHostFunc_v2_ptsz(CUstream, CUhostFn, void *, unsigned int);
+CUresult cuMemcpyWithAttributesAsync(CUdeviceptr, CUdeviceptr, size_t, CUmemcpyAttributes *, CUstream);
+CUresult cuMemcpyWithAttributesAsync_ptsz(CUdeviceptr, CUdeviceptr, size_t, CUmemcpyAttributes *, CUstream);
+CUresult cuMemcpy3DWithAttributesAsync(CUDA_MEMCPY3D_BATCH_OP *, unsigned long long, CUstream);
+CUresult cuStreamBeginRecaptureToGraph(CUstream, CUstreamCaptureMode, CUgraph, CUgraphRecaptureCallback, void *);
+CUresult cuStreamBeginRecaptureToGraph_ptsz(CUstream, CUstreamCaptureMode, CUgraph, CUgraphRecaptureCallback,
+                                            void *);
+CUresult cuStreamBeginCaptureToCig(CUstream, CUstreamCigCaptureParams *);
+CUresult cuStreamEndCaptureToCig(CUstream);
+CUresult cuFutureLaunchHostFunc(CUstream, CUhostFn, void *);
+CUresult cuStreamSynchronize_v2(CUstream);
 
 #define OK(x) ck_assert_int_eq((int)(x), CUDA_SUCCESS)
 #define DP(p) ((CUdeviceptr)(uintptr_t)(p))
@@ -83,7 +97,9 @@ static const char *sym_name(void *fn)
     return info.dli_sname;
 }
 
-static void check_proc_file(const char *file)
+/* Every line of tests/data/<file> (the real 13.0 driver's answers), but those asking for
+ * a version above maxver (0: none left out). */
+static void check_proc_file(const char *file, int maxver)
 {
     char path[1024], line[512];
     FILE *f;
@@ -102,6 +118,8 @@ static void check_proc_file(const char *file)
         } else if (sscanf(line, "%127s %d %d -> %d %127s %d", sym, &ver, &flags, &rc, name, &st) != 6) {
             continue;
         }
+        if (maxver && ver > maxver)
+            continue;
         void *fn = (void *)1;
         CUdriverProcAddressQueryResult qs = (CUdriverProcAddressQueryResult)-1;
         CUresult got = cuGetProcAddress_v2(sym, &fn, ver, (cuuint64_t)flags, &qs);
@@ -124,13 +142,13 @@ static void check_proc_file(const char *file)
 
 START_TEST(proc_map_matches_real_driver)
 {
-    check_proc_file("driver-proc-address-map.txt");
+    check_proc_file("driver-proc-address-map.txt", 0);
 }
 END_TEST
 
 START_TEST(proc_entry_points_match_runtime_requests)
 {
-    check_proc_file("cudart13-entry-points.txt");
+    check_proc_file("cudart13-entry-points.txt", 0);
 }
 END_TEST
 
@@ -2273,6 +2291,515 @@ START_TEST(two_devices_copy_kernel)
 }
 END_TEST
 
+/* ------------------------------------------------------------ acting as a newer driver (api13x.c) */
+
+/* cuGetProcAddress_v2's answer (must be CUDA_SUCCESS): the variant's name ("NULL") and status. */
+static const char *proc_name(const char *sym, int ver, int flags, int *st)
+{
+    void *fn = (void *)1;
+    CUdriverProcAddressQueryResult q = (CUdriverProcAddressQueryResult)-1;
+    OK(cuGetProcAddress_v2(sym, &fn, ver, (cuuint64_t)flags, &q));
+    *st = (int)q;
+    return sym_name(fn);
+}
+
+static void set_driver(const char *v)
+{
+    setenv("CUSIM_DRIVER_VERSION", v, 1);
+    cusim_reset_counts();
+}
+
+/* What CUDA 13.1 to 13.5 added (cudaTypedefs.h of 13.5: PFN_<name>_v<from>): the base name,
+ * the version from which the real driver has it, its variant, its per-thread variant. */
+static const struct { const char *base; int from; const char *name, *pt; } newer[] = {
+    { "cuLaunchHostFunc", 13010, "cuLaunchHostFunc_v2", "cuLaunchHostFunc_v2_ptsz" },
+    { "cuStreamBeginCaptureToCig", 13010, "cuStreamBeginCaptureToCig", "cuStreamBeginCaptureToCig_ptsz" },
+    { "cuStreamEndCaptureToCig", 13010, "cuStreamEndCaptureToCig", "cuStreamEndCaptureToCig_ptsz" },
+    { "cuStreamGetDevResource", 13010, "cuStreamGetDevResource", "cuStreamGetDevResource_ptsz" },
+    { "cuMemcpyWithAttributesAsync", 13020, "cuMemcpyWithAttributesAsync", "cuMemcpyWithAttributesAsync_ptsz" },
+    { "cuMemcpy3DWithAttributesAsync", 13020, "cuMemcpy3DWithAttributesAsync", "cuMemcpy3DWithAttributesAsync_ptsz" },
+    { "cuStreamBeginRecaptureToGraph", 13030, "cuStreamBeginRecaptureToGraph", "cuStreamBeginRecaptureToGraph_ptsz" },
+    { "cuLogicalEndpointDestroy", 13030, "cuLogicalEndpointDestroy", NULL },
+    { "cuLogicalEndpointIdRelease", 13030, "cuLogicalEndpointIdRelease", NULL },
+    { "cuCheckpointOperationComplete", 13040, "cuCheckpointOperationComplete", NULL },
+    { "cuFabricCpyBatchAsync", 13050, "cuFabricCpyBatchAsync", "cuFabricCpyBatchAsync_ptsz" },
+    { "cuTensorMapSetAllocationClass", 13050, "cuTensorMapSetAllocationClass", NULL },
+};
+#define NNEWER (sizeof newer / sizeof newer[0])
+
+START_TEST(newer_procs_default_13000)
+{
+    int st;
+    void *fn = (void *)1;
+    setup();
+    for (size_t i = 0; i < NNEWER; i++) {
+        int old = !strcmp(newer[i].base, "cuLaunchHostFunc");
+        for (int fl = 0; fl <= 2; fl += 2) {
+            const char *got = proc_name(newer[i].base, 13000, fl, &st);
+            /* a 13.0 driver knows none of them (but cuLaunchHostFunc's first variant) */
+            ck_assert_str_eq(got, old ? (fl ? "cuLaunchHostFunc_ptsz" : "cuLaunchHostFunc") : "NULL");
+            ck_assert_int_eq(st, old ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+            /* and a version above its own is refused */
+            ck_assert_int_eq(cuGetProcAddress_v2(newer[i].base, &fn, newer[i].from, (cuuint64_t)fl, NULL),
+                             CUDA_ERROR_INVALID_VALUE);
+            ck_assert_ptr_null(fn);
+        }
+        /* exported whatever the version acted (a real 13.0 driver has no such symbols) */
+        ck_assert_ptr_nonnull(dlsym(RTLD_DEFAULT, newer[i].name));
+        if (newer[i].pt)
+            ck_assert_ptr_nonnull(dlsym(RTLD_DEFAULT, newer[i].pt));
+    }
+}
+END_TEST
+
+START_TEST(newer_procs_13050)
+{
+    int st;
+    setenv("CUSIM_DRIVER_VERSION", "13050", 1);
+    setup();
+    int v;
+    OK(cuDriverGetVersion(&v));
+    ck_assert_int_eq(v, 13050);
+    for (size_t i = 0; i < NNEWER; i++) {
+        int old = !strcmp(newer[i].base, "cuLaunchHostFunc");
+        /* below its version: the old variant, else VERSION_NOT_SUFFICIENT (the base is known) */
+        const char *got = proc_name(newer[i].base, newer[i].from - 10, 0, &st);
+        ck_assert_str_eq(got, old ? "cuLaunchHostFunc" : "NULL");
+        ck_assert_int_eq(st, old ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+        for (int ver = newer[i].from; ver <= 13050; ver += 10) {
+            ck_assert_str_eq(proc_name(newer[i].base, ver, 0, &st), newer[i].name);
+            ck_assert_int_eq(st, CU_GET_PROC_ADDRESS_SUCCESS);
+            ck_assert_str_eq(proc_name(newer[i].base, ver, 2, &st), newer[i].pt ? newer[i].pt : newer[i].name);
+            ck_assert_int_eq(st, CU_GET_PROC_ADDRESS_SUCCESS);
+            void *fn4 = NULL;
+            OK(cuGetProcAddress_4(newer[i].base, &fn4, ver, 0));
+            ck_assert_ptr_eq(fn4, dlsym(RTLD_DEFAULT, newer[i].name));
+        }
+    }
+    ck_assert_str_eq(proc_name("cuLaunchHostFunc", 13000, 2, &st), "cuLaunchHostFunc_ptsz");
+    /* the future ones are not there yet */
+    ck_assert_str_eq(proc_name("cuFutureLaunchHostFunc", 13050, 0, &st), "NULL");
+    ck_assert_int_eq(st, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+    ck_assert_str_eq(proc_name("cuStreamSynchronize", 13050, 0, &st), "cuStreamSynchronize");
+    /* every old request below 13.0's limit answers as the real 13.0 driver did */
+    check_proc_file("driver-proc-address-map.txt", 13000);
+    check_proc_file("cudart13-entry-points.txt", 13000);
+}
+END_TEST
+
+START_TEST(newer_procs_13020)
+{
+    int st;
+    setenv("CUSIM_DRIVER_VERSION", "13020", 1);
+    setup();
+    ck_assert_str_eq(proc_name("cuMemcpyWithAttributesAsync", 13020, 2, &st), "cuMemcpyWithAttributesAsync_ptsz");
+    ck_assert_str_eq(proc_name("cuLaunchHostFunc", 13020, 0, &st), "cuLaunchHostFunc_v2");
+    /* a 13.2 driver does not know what 13.3 added */
+    ck_assert_str_eq(proc_name("cuStreamBeginRecaptureToGraph", 13020, 0, &st), "NULL");
+    ck_assert_int_eq(st, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+    ck_assert_str_eq(proc_name("cuFabricCpyBatchAsync", 13000, 0, &st), "NULL");
+    ck_assert_int_eq(st, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+}
+END_TEST
+
+static unsigned char snap[64];
+static int snap_n;
+static void snap_fn(void *p)
+{
+    memcpy(snap, p, sizeof snap);
+    snap_n++;
+}
+
+typedef CUresult (*hostfunc2_t)(CUstream, CUhostFn, void *, unsigned int);
+
+START_TEST(newer_host_func_v2)
+{
+    CUstream s, dead;
+    CUdeviceptr x;
+    void *h, *fn;
+    CUgraph g;
+    CUgraphExec ge;
+    setenv("CUSIM_DRIVER_VERSION", "13050", 1);
+    setup();
+    OK(cuGetProcAddress_v2("cuLaunchHostFunc", &fn, 13050, 0, NULL));
+    ck_assert_str_eq(sym_name(fn), "cuLaunchHostFunc_v2");
+    hostfunc2_t hf2 = (hostfunc2_t)fn;
+    OK(cuStreamCreate(&s, 0));
+    OK(cuMemAlloc_v2(&x, 64));
+    OK(cuMemAllocHost_v2(&h, 64));
+    /* after the earlier copies of its stream, before the later ones */
+    OK(cuMemsetD8Async(x, 0x5a, 64, s));
+    OK(cuMemcpyDtoHAsync_v2(h, x, 64, s));
+    OK(hf2(s, snap_fn, h, 0));
+    OK(cuMemsetD8Async(x, 0x11, 64, s));
+    OK(cuMemcpyDtoHAsync_v2(h, x, 64, s));
+    ck_assert_int_eq(snap_n, 0);
+    OK(cuStreamSynchronize(s));
+    ck_assert_int_eq(snap_n, 1);
+    ck_assert(all(snap, 64, 0x5a));
+    ck_assert(all(h, 64, 0x11));
+    ck_assert_uint_eq(cusim_count("cuLaunchHostFunc_v2"), 1);
+    /* any syncMode; refused where cuLaunchHostFunc is */
+    OK(cuLaunchHostFunc_v2(s, snap_fn, h, 0xffffffffu));
+    ck_assert_int_eq(cuLaunchHostFunc_v2(s, NULL, h, 0), CUDA_ERROR_INVALID_VALUE);
+    OK(cuStreamCreate(&dead, 0));
+    OK(cuStreamDestroy_v2(dead));
+    ck_assert_int_eq(cuLaunchHostFunc_v2(dead, snap_fn, h, 0), CUDA_ERROR_INVALID_HANDLE);
+    OK(cuStreamSynchronize(s));
+    ck_assert_int_eq(snap_n, 2);
+    /* _ptsz: NULL is the thread's per-thread stream */
+    OK(cuLaunchHostFunc_v2_ptsz(NULL, snap_fn, h, 1));
+    OK(cuStreamSynchronize_ptsz(NULL));
+    ck_assert_int_eq(snap_n, 3);
+    /* captured as a host node */
+    OK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    OK(cuLaunchHostFunc_v2(s, snap_fn, h, 0));
+    OK(cuStreamEndCapture(s, &g));
+    ck_assert_int_eq(snap_n, 3);
+    OK(cuGraphInstantiateWithFlags(&ge, g, 0));
+    OK(cuGraphLaunch(ge, s));
+    OK(cuStreamSynchronize(s));
+    ck_assert_int_eq(snap_n, 4);
+}
+END_TEST
+
+START_TEST(newer_copy_with_attributes)
+{
+    CUstream s;
+    CUdeviceptr x, y;
+    void *h;
+    unsigned char *pg = malloc(64), want[64];
+    CUmemcpyAttributes at;
+    CUstreamCaptureStatus st;
+    CUgraph g;
+    CUgraphExec ge;
+    setenv("CUSIM_DRIVER_VERSION", "13050", 1);
+    setup();
+    memset(&at, 0, sizeof at);
+    at.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    OK(cuStreamCreate(&s, 0));
+    OK(cuMemAlloc_v2(&x, 64));
+    OK(cuMemAlloc_v2(&y, 64));
+    OK(cuMemAllocHost_v2(&h, 64));
+    /* its place in stream order */
+    OK(cuMemsetD8Async(x, 1, 64, s));
+    OK(cuMemcpyWithAttributesAsync(y, x, 64, &at, s));
+    OK(cuMemsetD8Async(x, 2, 64, s));
+    OK(cuMemcpyWithAttributesAsync(DP(h), y, 64, &at, s));
+    ck_assert(all(h, 64, 0));
+    OK(cuStreamSynchronize(s));
+    ck_assert(all(h, 64, 1));
+    ck_assert(all(HP(y), 64, 1));
+    ck_assert(all(HP(x), 64, 2));
+    /* cuMemcpyAsync's validation, and the attribute's */
+    ck_assert_int_eq(cuMemcpyWithAttributesAsync(y, x, 64, NULL, s), CUDA_ERROR_INVALID_VALUE);
+    at.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_INVALID;
+    ck_assert_int_eq(cuMemcpyWithAttributesAsync(y, x, 64, &at, s), CUDA_ERROR_INVALID_VALUE);
+    at.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    ck_assert_int_eq(cuMemcpyWithAttributesAsync(y + 32, x, 64, &at, s), CUDA_ERROR_INVALID_VALUE);
+    OK(cuMemcpyWithAttributesAsync(y, x, 0, &at, s));
+    /* pageable source, stream order: staged at the call, as cuMemcpyAsync does */
+    fill(pg, 64, 7);
+    fill(want, 64, 7);
+    OK(cuMemcpyWithAttributesAsync(y, DP(pg), 64, &at, s));
+    memset(pg, 0, 64);
+    OK(cuStreamSynchronize(s));
+    ck_assert_mem_eq(HP(y), want, 64);
+    /* pinned source, stream order: read when the copy runs */
+    memset(h, 3, 64);
+    OK(cuMemcpyWithAttributesAsync(x, DP(h), 64, &at, s));
+    memset(h, 4, 64);
+    OK(cuStreamSynchronize(s));
+    ck_assert(all(HP(x), 64, 4));
+    /* DURING_API_CALL: read at the call, whatever the memory */
+    at.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL;
+    memset(h, 5, 64);
+    OK(cuMemcpyWithAttributesAsync(x, DP(h), 64, &at, s));
+    memset(h, 6, 64);
+    OK(cuStreamSynchronize(s));
+    ck_assert(all(HP(x), 64, 5));
+    /* ... device memory too, before the stream's earlier work has written it */
+    OK(cuMemsetD8Async(y, 8, 64, s));
+    OK(cuMemcpyWithAttributesAsync(x, y, 64, &at, s));
+    OK(cuStreamSynchronize(s));
+    ck_assert_mem_eq(HP(x), want, 64);
+    ck_assert(all(HP(y), 64, 8));
+    /* _ptsz: NULL is the per-thread stream */
+    at.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    OK(cuMemcpyWithAttributesAsync_ptsz(x, y, 64, &at, NULL));
+    OK(cuStreamSynchronize_ptsz(NULL));
+    ck_assert(all(HP(x), 64, 8));
+    /* captured as cuMemcpyAsync */
+    OK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    OK(cuMemcpyWithAttributesAsync(x, y, 64, &at, s));
+    OK(cuStreamIsCapturing(s, &st));
+    ck_assert_int_eq(st, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    OK(cuStreamEndCapture(s, &g));
+    OK(cuMemsetD8_v2(y, 9, 64));
+    ck_assert(all(HP(x), 64, 8));
+    OK(cuGraphInstantiateWithFlags(&ge, g, 0));
+    OK(cuGraphLaunch(ge, s));
+    OK(cuStreamSynchronize(s));
+    ck_assert(all(HP(x), 64, 9));
+    /* 3D copies are not simulated */
+    ck_assert_int_eq(cuMemcpy3DWithAttributesAsync(NULL, 0, s), CUDA_ERROR_NOT_SUPPORTED);
+    free(pg);
+}
+END_TEST
+
+/* One valid batch entry on stream s (x <- y, 64 bytes). */
+static CUresult batch_one(CUstream s, CUdeviceptr x, CUdeviceptr y)
+{
+    CUdeviceptr ds[1] = { x }, ss[1] = { y };
+    size_t sz[1] = { 64 }, idx = 0, fail = 0;
+    CUmemcpyAttributes at;
+    memset(&at, 0, sizeof at);
+    at.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    CUresult rc = cuMemcpyBatchAsync_9(ds, ss, sz, 1, &at, &idx, 1, &fail, s);
+    ck_assert_int_eq(cuMemcpyBatchAsync_v2(ds, ss, sz, 1, &at, &idx, 1, s), rc);
+    return rc;
+}
+
+START_TEST(newer_recapture)
+{
+    CUstream s;
+    CUdeviceptr x, y;
+    CUgraph g, g2 = NULL, g3, cg = NULL;
+    CUgraphExec ge;
+    CUstreamCaptureStatus st;
+    cuuint64_t cid;
+    setenv("CUSIM_DRIVER_VERSION", "13050", 1);
+    setup();
+    OK(cuStreamCreate(&s, 0));
+    OK(cuMemAlloc_v2(&x, 64));
+    OK(cuMemAlloc_v2(&y, 64));
+    /* a graph of one op: x = 1 */
+    OK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    OK(cuMemsetD8Async(x, 1, 64, s));
+    OK(cuStreamEndCapture(s, &g));
+    ck_assert_int_eq(cuStreamBeginRecaptureToGraph(s, CU_STREAM_CAPTURE_MODE_GLOBAL, (CUgraph)&x, NULL, NULL),
+                     CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(cuStreamBeginRecaptureToGraph(s, (CUstreamCaptureMode)7, g, NULL, NULL),
+                     CUDA_ERROR_INVALID_VALUE);
+    /* recaptured: y = 2 */
+    OK(cuStreamBeginRecaptureToGraph(s, CU_STREAM_CAPTURE_MODE_GLOBAL, g, NULL, NULL));
+    OK(cuStreamIsCapturing(s, &st));
+    ck_assert_int_eq(st, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    OK(cuStreamGetCaptureInfo_v3(s, &st, &cid, &cg, NULL, NULL, NULL));
+    ck_assert_ptr_eq(cg, g);
+    /* the batch API refuses a capturing stream, the capture stays valid */
+    ck_assert_int_eq(batch_one(s, x, y), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    OK(cuStreamIsCapturing(s, &st));
+    ck_assert_int_eq(st, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    ck_assert_int_eq(cuStreamBeginRecaptureToGraph(s, CU_STREAM_CAPTURE_MODE_GLOBAL, g, NULL, NULL),
+                     CUDA_ERROR_ILLEGAL_STATE);
+    OK(cuMemsetD8Async(y, 2, 64, s));
+    /* GLOBAL: an unsafe call from anywhere is refused */
+    CUdeviceptr z;
+    ck_assert_int_eq(cuMemAlloc_v2(&z, 64), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    OK(cuStreamIsCapturing(s, &st));
+    ck_assert_int_eq(st, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+    ck_assert_int_eq(cuStreamEndCapture(s, &g2), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    ck_assert_ptr_null(g2);
+    /* the graph is as it was: x = 1 */
+    OK(cuGraphInstantiateWithFlags(&ge, g, 0));
+    OK(cuGraphLaunch(ge, s));
+    OK(cuStreamSynchronize(s));
+    ck_assert(all(HP(x), 64, 1));
+    ck_assert(all(HP(y), 64, 0));
+    OK(cuGraphExecDestroy(ge));
+    OK(cuMemsetD8_v2(x, 0, 64));
+    /* a valid recapture: its ops replace the graph's, the same handle comes back */
+    OK(cuStreamBeginRecaptureToGraph(s, CU_STREAM_CAPTURE_MODE_RELAXED, g, NULL, NULL));
+    ck_assert_int_eq(batch_one(s, x, y), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    OK(cuMemsetD8Async(y, 2, 64, s));
+    OK(cuStreamEndCapture(s, &g2));
+    ck_assert_ptr_eq(g2, g);
+    OK(cuStreamIsCapturing(s, &st));
+    ck_assert_int_eq(st, CU_STREAM_CAPTURE_STATUS_NONE);
+    ck_assert(all(HP(y), 64, 0));
+    OK(cuGraphInstantiateWithFlags(&ge, g, 0));
+    OK(cuGraphLaunch(ge, s));
+    OK(cuStreamSynchronize(s));
+    ck_assert(all(HP(y), 64, 2));
+    ck_assert(all(HP(x), 64, 0));
+    /* into an empty graph (_ptsz entry, a created stream) */
+    OK(cuGraphCreate(&g3, 0));
+    OK(cuStreamBeginRecaptureToGraph_ptsz(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, g3, NULL, NULL));
+    OK(cuMemsetD8Async(x, 3, 64, s));
+    OK(cuStreamEndCapture(s, &g2));
+    ck_assert_ptr_eq(g2, g3);
+    OK(cuGraphInstantiateWithFlags(&ge, g3, 0));
+    OK(cuGraphLaunch(ge, s));
+    OK(cuStreamSynchronize(s));
+    ck_assert(all(HP(x), 64, 3));
+    OK(cuGraphDestroy(g));
+    OK(cuGraphDestroy(g3));
+}
+END_TEST
+
+START_TEST(newer_cig_capture)
+{
+    CUstream s;
+    CUdeviceptr x, y;
+    CUstreamCaptureStatus st;
+    CUgraph g = NULL;
+    long dummy = 0;
+    CUstreamCigCaptureParams *cp = (CUstreamCigCaptureParams *)(void *)&dummy;
+    setenv("CUSIM_DRIVER_VERSION", "13050", 1);
+    setup();
+    OK(cuStreamCreate(&s, 0));
+    OK(cuMemAlloc_v2(&x, 64));
+    OK(cuMemAlloc_v2(&y, 64));
+    ck_assert_int_eq(cuStreamBeginCaptureToCig(s, NULL), CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(cuStreamEndCaptureToCig(s), CUDA_ERROR_INVALID_VALUE);
+    OK(cuStreamBeginCaptureToCig(s, cp));
+    OK(cuStreamIsCapturing(s, &st));
+    ck_assert_int_eq(st, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    ck_assert_int_eq(batch_one(s, x, y), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    OK(cuStreamIsCapturing(s, &st));
+    ck_assert_int_eq(st, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    OK(cuMemsetD8Async(x, 7, 64, s));
+    /* RELAXED: unsafe calls are allowed */
+    CUdeviceptr z;
+    OK(cuMemAlloc_v2(&z, 64));
+    /* only cuStreamEndCaptureToCig ends it */
+    ck_assert_int_eq(cuStreamEndCapture(s, &g), CUDA_ERROR_ILLEGAL_STATE);
+    OK(cuStreamIsCapturing(s, &st));
+    ck_assert_int_eq(st, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    ck_assert(all(HP(x), 64, 0));
+    OK(cuStreamEndCaptureToCig(s));
+    OK(cuStreamIsCapturing(s, &st));
+    ck_assert_int_eq(st, CU_STREAM_CAPTURE_STATUS_NONE);
+    OK(cuStreamSynchronize(s));
+    ck_assert(all(HP(x), 64, 7));
+    /* host functions are not allowed into CIG: refused, the capture invalidated */
+    OK(cuStreamBeginCaptureToCig(s, cp));
+    ck_assert_int_eq(cuLaunchHostFunc(s, snap_fn, HP(x)), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    OK(cuStreamIsCapturing(s, &st));
+    ck_assert_int_eq(st, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+    ck_assert_int_eq(cuStreamEndCaptureToCig(s), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    OK(cuStreamIsCapturing(s, &st));
+    ck_assert_int_eq(st, CU_STREAM_CAPTURE_STATUS_NONE);
+    /* a plain capture is not a CIG one */
+    OK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    ck_assert_int_eq(cuStreamEndCaptureToCig(s), CUDA_ERROR_INVALID_VALUE);
+    OK(cuStreamEndCapture(s, &g));
+    OK(cuGraphDestroy(g));
+}
+END_TEST
+
+START_TEST(newer_future_function_and_variant)
+{
+    int st;
+    void *fn = (void *)1, *h;
+    CUstream s;
+    CUdeviceptr x;
+    /* exported whatever the version */
+    ck_assert_ptr_nonnull(dlsym(RTLD_DEFAULT, "cuFutureLaunchHostFunc"));
+    ck_assert_ptr_nonnull(dlsym(RTLD_DEFAULT, "cuStreamSynchronize_v2"));
+    setup();
+    ck_assert_str_eq(proc_name("cuFutureLaunchHostFunc", 13000, 0, &st), "NULL");
+    ck_assert_int_eq(st, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+    ck_assert_str_eq(proc_name("cuStreamSynchronize", 13000, 0, &st), "cuStreamSynchronize");
+    set_driver("13050");
+    ck_assert_str_eq(proc_name("cuFutureLaunchHostFunc", 13050, 0, &st), "NULL");
+    ck_assert_int_eq(st, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+    ck_assert_int_eq(cuGetProcAddress_v2("cuFutureLaunchHostFunc", &fn, 13060, 0, NULL), CUDA_ERROR_INVALID_VALUE);
+    ck_assert_str_eq(proc_name("cuStreamSynchronize", 13050, 0, &st), "cuStreamSynchronize");
+    set_driver("13060");
+    ck_assert_str_eq(proc_name("cuFutureLaunchHostFunc", 13050, 0, &st), "NULL");
+    ck_assert_int_eq(st, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+    ck_assert_str_eq(proc_name("cuFutureLaunchHostFunc", 13060, 0, &st), "cuFutureLaunchHostFunc");
+    ck_assert_str_eq(proc_name("cuFutureLaunchHostFunc", 13060, 2, &st), "cuFutureLaunchHostFunc");
+    ck_assert_str_eq(proc_name("cuStreamSynchronize", 13060, 0, &st), "cuStreamSynchronize_v2");
+    ck_assert_str_eq(proc_name("cuStreamSynchronize", 13050, 0, &st), "cuStreamSynchronize");
+    ck_assert_str_eq(proc_name("cuStreamSynchronize", 13060, 2, &st), "cuStreamSynchronize_ptsz");
+    ck_assert_str_eq(proc_name("cuLaunchHostFunc", 13060, 0, &st), "cuLaunchHostFunc_v2");
+    /* both work as the functions they stand for */
+    OK(cuInit(0));
+    OK(cuDevicePrimaryCtxRetain(&ctx, 0));
+    OK(cuCtxSetCurrent(ctx));
+    OK(cuStreamCreate(&s, 0));
+    OK(cuMemAlloc_v2(&x, 64));
+    OK(cuMemAllocHost_v2(&h, 64));
+    OK(cuMemsetD8Async(x, 0x33, 64, s));
+    OK(cuMemcpyDtoHAsync_v2(h, x, 64, s));
+    OK(cuFutureLaunchHostFunc(s, snap_fn, h));
+    OK(cuMemsetD8Async(x, 0x44, 64, s));
+    OK(cuMemcpyDtoHAsync_v2(h, x, 64, s));
+    ck_assert_int_eq(snap_n, 0);
+    ck_assert_uint_gt(cusim_pending(), 0);
+    OK(cuStreamSynchronize_v2(s));
+    ck_assert_uint_eq(cusim_pending(), 0);
+    ck_assert_int_eq(snap_n, 1);
+    ck_assert(all(snap, 64, 0x33));
+    ck_assert(all(h, 64, 0x44));
+    ck_assert_int_eq(cuFutureLaunchHostFunc(s, NULL, h), CUDA_ERROR_INVALID_VALUE);
+    /* on a capturing stream: refused, the capture invalidated, as cuStreamSynchronize */
+    CUstreamCaptureStatus cst;
+    CUgraph g;
+    OK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    ck_assert_int_eq(cuStreamSynchronize_v2(s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    OK(cuStreamIsCapturing(s, &cst));
+    ck_assert_int_eq(cst, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+    ck_assert_int_eq(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+}
+END_TEST
+
+START_TEST(newer_log_order)
+{
+    char path[] = "/tmp/cusim-logXXXXXX", buf[8192];
+    int fd = mkstemp(path);
+    CUstream s;
+    CUdeviceptr x, y;
+    CUgraph g, g2;
+    CUmemcpyAttributes at;
+    long dummy = 0;
+    void *fn;
+    ck_assert_int_ge(fd, 0);
+    setenv("CUSIM_LOG", path, 1);
+    setenv("CUSIM_DRIVER_VERSION", "13060", 1);
+    setup();
+    memset(&at, 0, sizeof at);
+    at.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL;
+    OK(cuStreamCreate(&s, 0));
+    OK(cuMemAlloc_v2(&x, 64));
+    OK(cuMemAlloc_v2(&y, 64));
+    OK(cuLaunchHostFunc_v2(s, snap_fn, HP(x), 3));
+    OK(cuMemcpyWithAttributesAsync(x, y, 64, &at, s));
+    OK(cuGraphCreate(&g, 0));
+    OK(cuStreamBeginRecaptureToGraph(s, CU_STREAM_CAPTURE_MODE_RELAXED, g, NULL, NULL));
+    OK(cuStreamEndCapture(s, &g2));
+    OK(cuStreamBeginCaptureToCig(s, (CUstreamCigCaptureParams *)(void *)&dummy));
+    OK(cuStreamEndCaptureToCig(s));
+    OK(cuFutureLaunchHostFunc(s, snap_fn, HP(x)));
+    OK(cuStreamSynchronize_v2(s));
+    OK(cuGetProcAddress_v2("cuLogicalEndpointDestroy", &fn, 13060, 0, NULL));
+    ck_assert_int_eq(((CUresult (*)(unsigned))fn)(0), CUDA_ERROR_NOT_SUPPORTED);
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    ck_assert_int_gt(n, 0);
+    buf[n] = 0;
+    static const char *const want[] = {
+        "cuLaunchHostFunc_v2 rc=0 stream=", "syncMode=3",
+        "cuMemcpyWithAttributesAsync rc=0 stream=", "order=2 dst=",
+        "cuStreamBeginRecaptureToGraph rc=0 stream=", "cuStreamEndCapture rc=0",
+        "cuStreamBeginCaptureToCig rc=0", "cuStreamEndCaptureToCig rc=0",
+        "cuFutureLaunchHostFunc rc=0", "cuStreamSynchronize_v2 rc=0",
+        "cuLogicalEndpointDestroy rc=801 stream=- stub=1",
+    };
+    const char *at_ = buf;
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const char *p = strstr(at_, want[i]);
+        ck_assert_msg(p != NULL, "log:\n%s\nwant (in order): %s", buf, want[i]);
+        at_ = p + strlen(want[i]);
+    }
+    ck_assert_ptr_nonnull(strstr(buf, "staged=1"));
+    close(fd);
+    unlink(path);
+}
+END_TEST
+
 static Suite *sim_suite(void)
 {
     Suite *s = suite_create("sim");
@@ -2332,6 +2859,18 @@ static Suite *sim_suite(void)
     tcase_add_test(two, two_devices_peer_copies);
     tcase_add_test(two, two_devices_copy_kernel);
     suite_add_tcase(s, two);
+    TCase *nw = tcase_create("newer_driver");
+    tcase_set_timeout(nw, 60);
+    tcase_add_test(nw, newer_procs_default_13000);
+    tcase_add_test(nw, newer_procs_13050);
+    tcase_add_test(nw, newer_procs_13020);
+    tcase_add_test(nw, newer_host_func_v2);
+    tcase_add_test(nw, newer_copy_with_attributes);
+    tcase_add_test(nw, newer_recapture);
+    tcase_add_test(nw, newer_cig_capture);
+    tcase_add_test(nw, newer_future_function_and_variant);
+    tcase_add_test(nw, newer_log_order);
+    suite_add_tcase(s, nw);
     return s;
 }
 

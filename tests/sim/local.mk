@@ -1,6 +1,6 @@
 # The simulated CUDA driver (tests/sim/README.md): tests/sim/.libs/libcuda.so.1.
 check_LTLIBRARIES += tests/sim/libcuda.la
-tests_sim_libcuda_la_SOURCES = tests/sim/sim.h tests/sim/core.c tests/sim/api.c tests/sim/procs.c
+tests_sim_libcuda_la_SOURCES = tests/sim/sim.h tests/sim/core.c tests/sim/api.c tests/sim/procs.c tests/sim/api13x.c tests/sim/reuse.c
 tests_sim_libcuda_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/sim
 tests_sim_libcuda_la_LDFLAGS = -rpath $(abs_builddir)/tests/sim -version-info 1:0:0 -shared \
 	-Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic-functions -export-symbols-regex '^(cu|cusim_)'

@@ -68,6 +68,7 @@ int sim_is_missing(const char *base);
 
 /* cuGetProcAddress table lookup (procs.c): 0 found, 1 not found, 2 version too old. */
 int sim_proc_lookup(const char *sym, int version, int per_thread, void **pfn);
+int sim_driver_version(void);      /* sim_cfg.driver_version (api13x.c; procs.c has no sim.h) */
 
 /* ---- contexts, streams, events ---- */
 enum { ST_LEGACY, ST_PTDS, ST_USER };
@@ -136,6 +137,9 @@ struct sim_capture {
     struct sim_stream *origin;
     struct sim_graph *graph;
     struct sim_capture *next;      /* all captures stay allocated: events may point at them */
+    struct sim_graph *target;      /* cuStreamBeginRecaptureToGraph: the caller's graph, whose ops
+                                    * the captured ones replace at cuStreamEndCapture (else NULL) */
+    int cig;                       /* cuStreamBeginCaptureToCig: ended by cuStreamEndCaptureToCig only */
 };
 
 /* handle registry: which pointers are live handles of which type */
@@ -143,6 +147,11 @@ enum { H_CTX = 1, H_STREAM, H_EVENT, H_GRAPH, H_GEXEC, H_MODULE, H_FUNC };
 void sim_handle_add(void *p, int type);
 void sim_handle_del(void *p);
 int sim_handle_ok(const void *p, int type);
+/* CUSIM_HANDLE_REUSE=1 (reuse.c): a dead created context of list to make anew, a
+ * gone stream (unlinked from its context's list, zeroed) to create again; NULL: none */
+int sim_handle_reuse(void);
+struct sim_ctx *sim_reuse_ctx(struct sim_ctx *list);
+struct sim_stream *sim_reuse_stream(struct sim_ctx *list);
 
 /* ---- memory registry ---- */
 enum { MEM_DEVICE = 1, MEM_PINNED, MEM_REGISTERED, MEM_MANAGED };
@@ -228,6 +237,17 @@ void sim_run_ctx(struct sim_ctx *ctx);     /* run every pending node of ctx (NUL
 void sim_run_dev(int dev);
 int sim_node_pending(uint64_t id);
 unsigned long sim_pending_count(void);
+
+/* ---- api.c's operations, for the entry points of api13x.c (CUDA 13.1 and later) ---- */
+/* A stream-ordered copy as cuMemcpyAsync's (stage_src: the source is read at the call, whatever it is). */
+CUresult sim_copy_async(struct call *c, void *dst, const void *src, size_t n, CUstream h, int ptsz, int stage_src);
+/* A host function in stream order, as cuLaunchHostFunc's. */
+CUresult sim_host_func(struct call *c, CUstream h, int ptsz, CUhostFn fn, void *ud);
+CUresult sim_stream_sync(CUstream h, int ptsz);               /* as cuStreamSynchronize */
+/* A capture as cuStreamBeginCapture_v2's, into target (a recapture) or a CIG one. */
+CUresult sim_begin_capture(CUstream h, int ptsz, CUstreamCaptureMode mode, struct sim_graph *target, int cig);
+/* The end of a CIG capture: its work is enqueued on the stream (the command list submitted). */
+CUresult sim_end_capture_cig(struct call *c, CUstream h, int ptsz);
 
 extern unsigned long sim_errors_n;
 extern unsigned long sim_kernel_copies_n;
