@@ -17,10 +17,15 @@
 #include "run.h"
 #include "smwork.h"
 
-CUresult cb_ctx_destroy_before(CUcontext ctx, struct cb_ctx_fate *f)
+CUresult cb_ctx_destroy_before(CUcontext ctx, int destroys, struct cb_ctx_fate *f)
 {
     f->ctx = ctx;
-    f->destroys = 0;
+    /* cuCtxDestroy destroys whenever it succeeds, whatever a later question about
+     * the dead handle answers (a driver need not refuse it: the context's module,
+     * side stream and events were then kept, and a context made later at the
+     * same handle used them); cuCtxDetach only when it dropped the last
+     * reference (context_gone) */
+    f->destroys = destroys;
     f->device = -1;
     cb_smwork_ctx_synced(ctx); /* its streams are never asked about again */
     CUresult rc = cb_waits_issue_all(); /* rule 16 */

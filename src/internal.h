@@ -1,7 +1,7 @@
 /* internal.h - names shared between cubatch's source files, grouped by the file
  * that defines them, in the order of the layers (docs/contributing.md, "Source map"):
  *
- *   interception   hooks.c resolve.c api.c  ->  net.c init.c
+ *   interception   hooks.c resolve.c api.c  ->  init.c  ->  net.c
  *   decision       copy.c context.c  ->  classify.c policy.c
  *   flushing       life.c marker.c  ->  waits.c  ->  timer.c  ->  flush.c
  *   runs           run.c  ->  hazard.c event.c
@@ -170,6 +170,12 @@ static inline enum cb_stream_kind cb_stream_kind(CUstream s, int ptsz_entry)
 /* ---- hooks.c: the wrappers generated from hooks.def ---------------------------- */
 extern void *const cb_wrappers[CB_HOOK_COUNT]; /* each row's exported wrapper */
 
+/* ---- init.c: everything cubatch needs before its first decision -------------- */
+/* cb_init() (init.h) is what the entry points call first. */
+extern atomic_int cb_init_done; /* 1 once initialised */
+void cb_init_slow(void);
+int cb_init_running(void); /* this thread is inside cb_init_slow (libcuda calling dlsym) */
+
 /* ---- net.c: driver functions no table names (rule 17) -------------------------- */
 /* Is name a function of src/driver_api.list or a row of hooks.def? */
 int cb_net_knows(const char *name);
@@ -181,12 +187,6 @@ int cb_net_is_driver_code(void *p);
  * a trampoline that submits everything held first, else real with deferral
  * switched off for the process. */
 void *cb_net_wrap(const char *name, void *real);
-
-/* ---- init.c: everything cubatch needs before its first decision -------------- */
-/* cb_init() (init.h) is what the entry points call first. */
-extern atomic_int cb_init_done; /* 1 once initialised */
-void cb_init_slow(void);
-int cb_init_running(void); /* this thread is inside cb_init_slow (libcuda calling dlsym) */
 
 /* ==== decision ================================================================= */
 
@@ -208,7 +208,7 @@ struct cb_ctx_fate {
     CUdevice device; /* for a primary context: its device; -1 otherwise */
 };
 /* cuCtxDestroy/cuCtxDetach: flush every run, remember ctx. */
-CUresult cb_ctx_destroy_before(CUcontext ctx, struct cb_ctx_fate *f);
+CUresult cb_ctx_destroy_before(CUcontext ctx, int destroys, struct cb_ctx_fate *f);
 /* cuDevicePrimaryCtxRelease/Reset: flush every run, find the device's primary
  * context (reset: destroys = 1). */
 CUresult cb_primary_before(CUdevice dev, int reset, struct cb_ctx_fate *f);

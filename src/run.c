@@ -421,6 +421,11 @@ void cb_forget_context_runs(CUcontext ctx)
             run->facts.fence.ev_join = NULL;
             run->facts.fence.ev_start = NULL;
             cb_run_set_active(run);
+            /* so did a created stream, and the context's legacy stream: a stream
+             * or context made later at the same handle learns its own facts
+             * (a created stream's are learned once, cb_run_open) */
+            if (!run->facts.ptds)
+                cb_run_remove(run);
         }
         cb_run_unlock(run);
     }

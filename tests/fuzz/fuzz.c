@@ -53,12 +53,12 @@ static const char *kname[NKIND] = {"dev", "pin", "hostalloc", "reg", "managed", 
 enum {
     O_ALLOC, O_FREE, O_SCREATE, O_SDESTROY, O_COPY, O_MEMSET, O_HFUNC, O_EREC, O_EWAIT, O_ESYNC, O_EQUERY,
     O_SSYNC, O_SQUERY, O_CSYNC, O_HWRITE, O_HREAD, O_SYNCCOPY, O_CAPTURE, O_THREADS, O_EELAPSED, O_EDESTROY,
-    O_KERNEL, O_CBEGIN, O_CEND, NOPT
+    O_KERNEL, O_CBEGIN, O_CEND, O_CTXROUND, NOPT
 };
 static const char *oname[NOPT] = {"alloc", "free", "screate", "sdestroy", "copy", "memset", "hfunc", "erec",
                                   "ewait", "esync", "equery", "ssync", "squery", "csync", "hwrite", "hread",
                                   "synccopy", "capture", "threads", "eelapsed", "edestroy", "kernel", "cbegin",
-                                  "cend"};
+                                  "cend", "ctxround"};
 /* Events by index: without timing, with timing, blocking with timing, and
  * interprocess (whose records cubatch must never hold back: rule 11). */
 static const unsigned evflags[NEV] = {CU_EVENT_DISABLE_TIMING, CU_EVENT_DEFAULT, CU_EVENT_BLOCKING_SYNC,
@@ -380,6 +380,7 @@ static const char *cap_forbids(const struct model *m, const struct op *o, int mo
     case O_EDESTROY: return "a stream or event created or destroyed";
     case O_CAPTURE:
     case O_THREADS: return "another capture or a thread block";
+    case O_CTXROUND: return "a context created or destroyed";
     case O_CBEGIN: return same ? "a second capture in one thread" : NULL;
     case O_CEND:
         /* the graph launch after the end: legacy-stream work, unless it ends this capture */
@@ -678,6 +679,10 @@ static int apply(struct model *m, struct op *o, const struct view *vw, int cap)
             return fail(m, "csync in a worker");
         host_join_all(m, vw);
         return 0;
+    case O_CTXROUND: /* its own context, streams and memory: nothing of the model's */
+        if (!vw->main || o->n < 1 || o->n > 64)
+            return fail(m, "ctxround");
+        return 0;
     case O_HWRITE:
     case O_HREAD:
         if (o->a < 0 || o->a >= NSLOT || !m->live[o->a] || (!vw->main && !(vw->slots >> o->a & 1)))
@@ -881,6 +886,7 @@ static void print_op(FILE *f, const struct op *o, const char *indent)
     case O_SSYNC:
     case O_SQUERY: fprintf(f, " ptsz=%d hf=%d s=%d", o->ptsz, o->hf, o->s); break;
     case O_CSYNC: break;
+    case O_CTXROUND: fprintf(f, " n=%zu val=%u", o->n, o->val); break;
     case O_HWRITE: fprintf(f, " a=%d ao=%zu n=%zu val=%u", o->a, o->ao, o->n, o->val); break;
     case O_HREAD: fprintf(f, " a=%d ao=%zu n=%zu", o->a, o->ao, o->n); break;
     case O_CAPTURE:
@@ -1604,6 +1610,11 @@ static void generate(uint64_t seed, int len)
                     pick_handle(o, o->s);
                 } else if (r < 47) {
                     o->type = O_CSYNC;
+                    if (pct(60)) { /* a context made, used and destroyed among the copies */
+                        o->type = O_CTXROUND;
+                        o->n = 1 + rn(64);
+                        o->val = (unsigned)rnd();
+                    }
                 } else if (r < 55) {
                     o->type = pct(50) ? O_HWRITE : O_HREAD;
                     o->a = pick_slot(&g_m, ~0u, NULL);
@@ -1807,6 +1818,7 @@ static unsigned char *g_ptr[NSLOT];
 static int g_kind[NSLOT], g_live[NSLOT];
 static size_t g_size[NSLOT];
 static int g_relaxed; /* the program has deliberate errors: compare error codes per epoch */
+static int g_reuse;   /* CUSIM_HANDLE_REUSE=1: the simulated driver gives dead handles again */
 static int g_polls;   /* the program has compute that stream queries find running */
 static CUfunction g_compute; /* the simulated driver's compute kernel */
 static CUgraphExec g_execs[MAXOPS];
@@ -1879,6 +1891,103 @@ static void epoch_end(void)
         outf(&g_out, " %d", g_errs[i]);
     outf(&g_out, "\n");
     g_nerrs = 0;
+}
+
+/* A context made, used and destroyed among the program's copies (ctxround): on
+ * its own created stream (val bit 0: non-blocking; bit 1: destroyed before the
+ * context, else it dies with it) n uploads then n downloads, n downloads on its
+ * legacy stream, and a thread's n per-thread downloads flushed when it exits;
+ * every byte read back hashed.  Then, back in the primary context, a stream of
+ * the other blocking kind: n uploads on it, n downloads of them on the legacy
+ * stream (which follows a blocking stream's work, rule 3).  With
+ * CUSIM_HANDLE_REUSE=1 (half the seeds) the contexts and streams made get the
+ * dead ones' handles, as on the real driver (that stream the round's own dead
+ * one's): what cubatch kept of the old ones must not serve them. */
+struct round_arg { CUcontext ctx; CUdeviceptr d; unsigned char *out; size_t n, sz; CUresult rc; };
+static void *round_thread(void *p)
+{
+    struct round_arg *a = p;
+    a->rc = cuCtxSetCurrent(a->ctx);
+    for (size_t i = 0; i < a->n && !a->rc; i++)
+        a->rc = cuMemcpyDtoHAsync_v2_ptsz(a->out + i * a->sz, a->d + i * a->sz, a->sz, NULL);
+    return NULL;
+}
+static void ctx_round(const struct op *o, const char *label)
+{
+    enum { SZ = 512 };
+    size_t n = o->n, tot = n * SZ;
+    CUdevice dev;
+    CUcontext c = NULL, popped;
+    CUstream s = NULL;
+    CUresult rc = cuDeviceGet(&dev, 0);
+    if (!rc)
+        rc = cuCtxCreate_v2(&c, 0, dev);
+    if (!rc)
+        rc = cuStreamCreate(&s, o->val & 1 ? CU_STREAM_NON_BLOCKING : 0);
+    unsigned char *in = NULL, *out = NULL, *out2 = NULL;
+    CUdeviceptr d = 0;
+    if (!rc)
+        rc = cuMemAllocHost_v2((void **)&in, tot);
+    if (!rc)
+        rc = cuMemAllocHost_v2((void **)&out, tot);
+    if (!rc)
+        rc = cuMemAllocHost_v2((void **)&out2, tot);
+    if (!rc)
+        rc = cuMemAlloc_v2(&d, tot);
+    if (rc)
+        die("ctxround setup: %d", (int)rc);
+    fill_pattern(in, tot, o->val);
+    memset(out, 0, tot);
+    memset(out2, 0, tot);
+    for (size_t i = 0; i < n; i++)
+        record_rc(&g_out, label, cuMemcpyHtoDAsync_v2(d + i * SZ, in + i * SZ, SZ, s));
+    for (size_t i = 0; i < n; i++)
+        record_rc(&g_out, label, cuMemcpyDtoHAsync_v2(out + i * SZ, d + i * SZ, SZ, s));
+    record_rc(&g_out, label, cuStreamSynchronize(s));
+    outf(&g_out, "ctxround %s stream %016llx\n", label, (unsigned long long)hash_bytes(out, tot));
+    memset(out, 0, tot);
+    for (size_t i = 0; i < n; i++)
+        record_rc(&g_out, label, cuMemcpyDtoHAsync_v2(out + i * SZ, d + i * SZ, SZ, NULL));
+    record_rc(&g_out, label, cuCtxSynchronize());
+    outf(&g_out, "ctxround %s legacy %016llx\n", label, (unsigned long long)hash_bytes(out, tot));
+    struct round_arg a = {c, d, out2, n, SZ, CUDA_SUCCESS};
+    pthread_t th;
+    if (pthread_create(&th, NULL, round_thread, &a))
+        die("ctxround thread");
+    pthread_join(th, NULL);
+    record_rc(&g_out, label, a.rc);
+    record_rc(&g_out, label, cuCtxSynchronize());
+    outf(&g_out, "ctxround %s thread %016llx\n", label, (unsigned long long)hash_bytes(out2, tot));
+    if (o->val & 2)
+        record_rc(&g_out, label, cuStreamDestroy_v2(s));
+    record_rc(&g_out, label, cuCtxPopCurrent_v2(&popped));
+    record_rc(&g_out, label, cuCtxDestroy_v2(c));
+    record_rc(&g_out, label, cuCtxSetCurrent(g_ctx));
+    /* its memory died with it: the primary context's own */
+    if ((rc = cuStreamCreate(&s, o->val & 1 ? 0 : CU_STREAM_NON_BLOCKING)) || (rc = cuMemAllocHost_v2((void **)&in, tot)) ||
+        (rc = cuMemAllocHost_v2((void **)&out, tot)) || (rc = cuMemAlloc_v2(&d, tot)))
+        die("ctxround primary setup: %d", (int)rc);
+    fill_pattern(in, tot, o->val + 1);
+    memset(out, 0, tot);
+    for (size_t i = 0; i < n; i++)
+        record_rc(&g_out, label, cuMemcpyHtoDAsync_v2(d + i * SZ, in + i * SZ, SZ, s));
+    if (o->val & 1) /* blocking: the legacy stream follows it */
+        for (size_t i = 0; i < n; i++)
+            record_rc(&g_out, label, cuMemcpyDtoHAsync_v2(out + i * SZ, d + i * SZ, SZ, CU_STREAM_LEGACY));
+    else
+        record_rc(&g_out, label, cuStreamSynchronize(s));
+    record_rc(&g_out, label, cuStreamSynchronize(CU_STREAM_LEGACY));
+    record_rc(&g_out, label, cuStreamSynchronize(s));
+    if (!(o->val & 1))
+        for (size_t i = 0; i < n; i++)
+            record_rc(&g_out, label, cuMemcpyDtoHAsync_v2(out + i * SZ, d + i * SZ, SZ, s));
+    record_rc(&g_out, label, cuStreamSynchronize(s));
+    outf(&g_out, "ctxround %s after %016llx\n", label, (unsigned long long)hash_bytes(out, tot));
+    record_rc(&g_out, label, cuStreamDestroy_v2(s));
+    record_rc(&g_out, label, cuMemFree_v2(d));
+    record_rc(&g_out, label, cuMemFreeHost(in));
+    record_rc(&g_out, label, cuMemFreeHost(out));
+    epoch_end();
 }
 
 static CUstream handle(const struct op *o, int s)
@@ -2115,6 +2224,7 @@ static void execute(struct op *ops, int n)
     if ((rc = cuModuleLoadData(&mod, image)) || (rc = cuModuleGetFunction(&g_compute, mod, "cusim_compute")))
         die("compute kernel: %d", (int)rc);
     g_relaxed = g_polls = 0;
+    g_reuse = getenv("CUSIM_HANDLE_REUSE") && !strcmp(getenv("CUSIM_HANDLE_REUSE"), "1");
     for (int i = 0; i < n; i++) {
         g_relaxed |= ops[i].err != 0;
         g_polls |= ops[i].type == O_KERNEL && ops[i].val;
@@ -2182,7 +2292,14 @@ static void execute(struct op *ops, int n)
             break;
         case O_COPY:
         case O_MEMSET:
-        case O_HFUNC: record_rc(&g_out, label, do_stream_op(o, handle(o, o->s))); break;
+        case O_HFUNC:
+            /* a dead stream's handle may be a live stream's again (CUSIM_HANDLE_REUSE),
+             * and not the same one in both runs (cubatch makes streams too) */
+            if (o->err == 2 && g_reuse)
+                record_rc(&g_out, label, CUDA_ERROR_INVALID_HANDLE);
+            else
+                record_rc(&g_out, label, do_stream_op(o, handle(o, o->s)));
+            break;
         case O_EREC:
             rc = o->ptsz ? cuEventRecord_ptsz(g_ev[o->e], handle(o, o->s)) : cuEventRecord(g_ev[o->e], handle(o, o->s));
             record_rc(&g_out, label, rc);
@@ -2209,6 +2326,7 @@ static void execute(struct op *ops, int n)
             record_rc(&g_out, label, cuCtxSynchronize());
             epoch_end();
             break;
+        case O_CTXROUND: ctx_round(o, label); break;
         case O_HWRITE: fill_pattern(g_ptr[o->a] + o->ao, o->n, o->val); break;
         case O_HREAD: host_read(&g_out, o, label); break;
         case O_SYNCCOPY:
@@ -2342,6 +2460,9 @@ static int seed_env(uint64_t seed, char env[][96], int max)
      * for a side submission missed) then runs before what it should follow. */
     if (pct(50))
         snprintf(env[k++], 96, "CUSIM_DEP_ORDER=reverse");
+    /* Handles of dead contexts and streams given again (both runs): ctxround's. */
+    if (pct(50))
+        snprintf(env[k++], 96, "CUSIM_HANDLE_REUSE=1");
     (void)max;
     rng_state = save;
     return k;
