@@ -135,6 +135,11 @@ MUTANTS = {
     "one-kernel-module-for-all-contexts": ("src/engine_kernel.c:load()", "    HASH_FIND_PTR(cb_kctxs, &f->ctx, k);\n    if (k)\n        return k->mod ? k : NULL;",
                                            "    k = cb_kctxs;\n    if (k)\n        return k->mod ? k : NULL;", "kernel module per context"),
     "kernel-module-outlives-its-context": ("src/context.c:cb_ctx_fate_after()", "        cb_forget_context_kernel(f->ctx);\n", "", "kernel module per context"),
+    "destroyed-context-kept": ("src/context.c:cb_ctx_destroy_before()", "    f->destroys = destroys;",
+                               "    f->destroys = 0;", "rule 6 (a context made at a destroyed one's handle gets none of its helpers)",
+                               "check_rules:errors"),
+    "dead-contexts-stream-facts-kept": ("src/run.c:cb_forget_context_runs()", "            if (!run->facts.ptds)\n                cb_run_remove(run);\n",
+                                        "", "rule 3 (a stream made at a dead one's handle is asked what it is)", "check_rules:errors"),
     "marker-before-copies": ("src/engine.c:cb_engine_submit()", "    CUresult rc = submit_on(c, f, NULL);\n    CUevent none = NULL; /* no stand-in from a context that could not be made current */\n    CUresult mk = entered == CUDA_SUCCESS ? submit_markers(c, f->ctx, NULL, made) /* rule 11: after every copy */\n                                          : cb_loop_engine_markers(c, NULL, &none);\n",
         "    CUevent none = NULL;\n    CUresult mk = entered == CUDA_SUCCESS ? submit_markers(c, f->ctx, NULL, made)\n                                          : cb_loop_engine_markers(c, NULL, &none);\n    CUresult rc = submit_on(c, f, NULL);\n", "rule 11 (a marker only moves later)"),
     "side-marker-before-copies": ("src/engine.c:submit_side()", "    CUresult sub = submit_on(c, f, side);\n    CUresult mk = submit_markers(c, f->ctx, side, made); /* rule 11: after every copy, before the join */",
@@ -249,12 +254,39 @@ MUTANTS = {
                                       "    CUresult rc = CUDA_SUCCESS;", "rule 16 (a wait is for the record it named)"),
     "waits-met-unasked": ("src/marker.c:already_met()", "    int met = !cb_captures_active() && cb_stream_nonblocking(s) &&\n              cb_drv.cuEventQuery(si ? si->ev : e) == CUDA_SUCCESS;",
         "    int met = !cb_captures_active() && cb_stream_nonblocking(s);", "rule 16 (only a complete event's wait is dropped)"),
+    # rule 17: what drivers newer than 13.0 added, and the net for what no header names
+    "host-func-v2-not-hooked": ("src/hooks.def:@CB_HOOK_SINCE(13010, cuLaunchHostFunc_v2, 0,",
+        "CB_HOOK_SINCE(13010, cuLaunchHostFunc_v2, 0, STREAM, (hStream),\n        (CUstream hStream, CUhostFn fn, void *userData, unsigned int syncMode),\n        (hStream, fn, userData, syncMode))\n",
+        "", "rule 17 (a host function v2 is a host function)", "check_rules:newer_drivers"),
+    "attr-copy-not-hooked": ("src/hooks.def:@CB_HOOK_SINCE(13020, cuMemcpyWithAttributesAsync, 0,",
+        "CB_HOOK_SINCE(13020, cuMemcpyWithAttributesAsync, 0, STREAM, (hStream),\n        (CUdeviceptr dst, CUdeviceptr src, size_t size, CUmemcpyAttributes *attr, CUstream hStream),\n        (dst, src, size, attr, hStream))\n",
+        "", "rule 17 (a copy with attributes follows its stream's run)", "check_rules:newer_drivers"),
+    "recapture-not-a-capture": ("src/hooks.def:@CB_HOOK_SINCE(13030, cuStreamBeginRecaptureToGraph, 0,",
+        "CB_HOOK_SINCE(13030, cuStreamBeginRecaptureToGraph, 0, CAPTURE_BEGIN, (hStream, mode),",
+        "CB_HOOK_SINCE(13030, cuStreamBeginRecaptureToGraph, 0, STREAM, (hStream),", "rule 17 (a recapture is a capture)",
+        "check_rules:newer_drivers"),
+    "cig-capture-not-a-capture": ("src/hooks.def:@CB_HOOK_SINCE(13010, cuStreamBeginCaptureToCig, 0,",
+        "CB_HOOK_SINCE(13010, cuStreamBeginCaptureToCig, 0, CAPTURE_BEGIN, (hStream, CU_STREAM_CAPTURE_MODE_RELAXED),",
+        "CB_HOOK_SINCE(13010, cuStreamBeginCaptureToCig, 0, STREAM, (hStream),", "rule 17 (a CIG capture is a capture)",
+        "check_rules:newer_drivers"),
+    "newer-rows-resolved-on-older-driver": ("src/driver.c:cb_driver_load()", "cb_hook_since[i] <= cb_driver_version ?", "cb_hook_since[i] <= 99999 ?",
+        "rule 17 (an older driver's process wraps nothing new)", "check_rules:newer_drivers"),
+    "net-lets-unknown-names-through": ("src/resolve.c:hand_out_proc()", "        return cb_net_wrap(symbol, p);", "        return p;",
+        "rule 17 (the net: a name no table knows, by cuGetProcAddress)", "check_rules:newer_drivers"),
+    "net-dlsym-lets-unknown-through": ("src/resolve.c:hand_out()", "    return cb_net_wrap(name, p);", "    return p;",
+        "rule 17 (the net: a name no table knows, by dlsym)", "check_rules:newer_drivers"),
+    "net-new-abi-of-known-name": ("src/resolve.c:hand_out_proc()", "(version > cb_net_version_checked() &&", "(0 && version > cb_net_version_checked() &&",
+        "rule 17 (the net: a newer ABI of a known name)", "check_rules:newer_drivers"),
+    "net-trampoline-does-not-flush": ("src/net.c:cb_net_enter()", "    fe = cb_first_error(fe, cb_flush_all(CB_WHY_flush_unknown));", "    (void)0;",
+        "rule 17 (the net submits every run first)", "check_rules:newer_drivers"),
+    "unknown-flush-drops-its-error": ("src/stats.def:flush_unknown", "CB_FLUSH(flush_unknown,     CB_FD_KEEPS_ERROR |", "CB_FLUSH(flush_unknown,     CB_FD_CALL |",
+        "rule 9 (the net's flush keeps its error for the stream's next call)", "check_rules:errors"),
 }
 
 # The quick subset .ci/run runs after make check (about a minute each on two cores,
 # the build of the copy included): the rules whose breakage would hurt most.
 CI_SUBSET = ["capture-ignored", "pageable-deferred", "first-copy-deferred",
-             "event-observer-does-not-flush", "no-exit-flush"]
+             "event-observer-does-not-flush", "no-exit-flush", "net-trampoline-does-not-flush"]
 
 TESTS = ("check_rules", "check_units", "check_hooks_complete", "check_flush_table", "check_layout", "fuzz")
 

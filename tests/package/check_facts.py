@@ -133,7 +133,7 @@ def chunks():
 WORDS = {w: i for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve "
                                      "thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty".split())}
 COUNTS = [  # (phrase with the count(s) as groups, what it counts, how)
-    (r"\b(\d+) driver functions", "rows of src/hooks.def", lambda: rows("src/hooks.def", "CB_HOOK")),
+    (r"\b(\d+) driver functions", "rows of src/hooks.def", lambda: rows("src/hooks.def", "CB_HOOK(?:_SINCE)?")),
     (r"\bleaves (\d+) ", "functions of src/hooks.skip", skip_lines),
     (r"\((\d+) today", "functions of src/hooks.skip", skip_lines),
     (r"(?<![|\\\d])(\d+) options\b", "rows of src/options.def", lambda: rows("src/options.def", "CB_OPTION")),

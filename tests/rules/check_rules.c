@@ -639,6 +639,82 @@ START_TEST(host_function_observes)
 }
 END_TEST
 
+/* Rule 17: what drivers newer than 13.0 added keeps its place among the
+ * deferred copies (the simulated driver acting as 13.5). */
+static const char *const driver_13_5[] = {"CUSIM_DRIVER_VERSION=13050", NULL};
+/* The calls the report counts of a function no table names, -1 when absent. */
+static long unknown_calls(const struct run *r, const char *name)
+{
+    const char *u = strstr(r->stats, "\"unknown_functions\":{");
+    if (!u)
+        return -1;
+    struct run only = *r;
+    only.stats = (char *)u;
+    return stat_of(&only, name);
+}
+static const char *const driver_13_6[] = {"CUSIM_DRIVER_VERSION=13060", "CUBATCH_LOG=2", NULL};
+
+START_TEST(newer_host_function_observes)
+{
+    struct pair p = both("newer_hostfunc", driver_13_5);
+    ck_assert_int_eq(num_of(&p.shim, "hostfn_v2_saw_copies: "), 1);
+    ck_assert_int_eq(num_of(&p.shim, "hostfn_v2_ptsz_saw_copies: "), 1);
+    STAT_GE(p.shim, "deferred", 1);
+    LOG_BEFORE(p.shim, BATCH, "cuLaunchHostFunc_v2");
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(newer_copy_with_attributes_keeps_its_place)
+{
+    struct pair p = both("newer_attr_copy", driver_13_5);
+    STAT_GE(p.shim, "deferred", 1);
+    STAT_EQ(p.shim, "cuMemcpyWithAttributesAsync", 2);
+    LOG_BEFORE(p.shim, BATCH, "cuMemcpyWithAttributesAsync");
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(newer_captures_are_never_deferred_into)
+{
+    struct pair p = both("newer_recapture", driver_13_5);
+    ck_assert_int_eq(num_of(&p.shim, "batches_in_recapture: "), 0);
+    ck_assert_int_eq(num_of(&p.shim, "batches_in_cig_capture: "), 0);
+    STAT_EQ(p.shim, "pass_capture", 2 * (N_COPIES_PER_PASS - 1)); /* all but each capture's first (rule 8) */
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(a_function_no_table_names_submits_the_runs)
+{
+    struct pair p = both("newer_future", driver_13_6);
+    char saw[32];
+    ck_assert_str_eq(line_of(&p.shim, "future_saw_copies: ", saw, sizeof saw), "1 1 1");
+    STAT_GE(p.shim, "deferred", 1);
+    ck_assert_int_eq(unknown_calls(&p.shim, "cuFutureLaunchHostFunc"), 2); /* by cuGetProcAddress and dlsym: one */
+    ck_assert_int_eq(unknown_calls(&p.shim, "cuStreamSynchronize"), 1);    /* its 13.6 ABI, asked for at 13060 */
+    STAT_GE(p.shim, "flush_unknown", 3);
+    ck_assert_msg(strstr(p.shim.err, "is newer than the headers cubatch's tables were checked against (13050)") &&
+                      strstr(p.shim.err, "cuFutureLaunchHostFunc: a driver function no table names"),
+                  "the log says nothing of the newer driver or the unknown function:\n%s", p.shim.err);
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(an_older_driver_gets_nothing_new_wrapped)
+{
+    static const char *const driver_13_0[] = {"CUSIM_DRIVER_VERSION=13000", NULL};
+    struct run old = probe("newer_wrapped", 1, driver_13_0), now = probe("newer_wrapped", 1, driver_13_5);
+    char from[64];
+    ck_assert_str_eq(line_of(&old, "host_func_v2_from: ", from, sizeof from), "libcuda.so.1");
+    ck_assert_str_eq(line_of(&now, "host_func_v2_from: ", from, sizeof from), "libcubatch.so");
+    ck_assert_msg(!strstr(old.stats, "\"unknown_functions\":{\"") && !strstr(now.stats, "\"unknown_functions\":{\""),
+                  "no function may be taken as unknown:\n%s\n%s", old.stats, now.stats);
+    run_free(&old);
+    run_free(&now);
+}
+END_TEST
+
 START_TEST(stream_destroy_and_reuse)
 {
     struct pair p = both("destroy", NULL);
@@ -835,6 +911,7 @@ static const struct err_case {
     {"flush_slow", "err_slow", "copy2", "CUBATCH_SLOW_NS=10000"}, /* nobody waited: the next copy */
     {"flush_exit", "err_fork", "after", NULL},                   /* fork: the parent's next copy */
     {"flush_api", "err_api", "trigger", NULL},
+    {"flush_unknown", "err_unknown", "after", "CUSIM_DRIVER_VERSION=13060"}, /* nobody waited: the next copy */
 };
 enum { ERR_CASES = sizeof err_cases / sizeof err_cases[0] };
 
@@ -2102,6 +2179,37 @@ START_TEST(captures_meet_only_calls_the_driver_allows)
 }
 END_TEST
 
+/* Rule 6's context destroy, with handles that come back (CUSIM_HANDLE_REUSE=1, as
+ * the real driver's do): a context made at a destroyed one's handle loads the
+ * copy kernel anew and gets its own side stream and events, and a stream made at
+ * the handle of one that died with its context is asked what it is (here: a
+ * blocking stream, which the legacy stream's work follows, rule 3).  The H200
+ * failure this reproduces: the last of 16 scenarios' synchronize returned
+ * CUDA_ERROR_CONTEXT_IS_DESTROYED, none of its copies done. */
+START_TEST(a_dead_contexts_handles_serve_no_new_one)
+{
+    const char *const batch[] = {"CUSIM_HANDLE_REUSE=1", NULL};
+    const char *const kernel[] = {"CUSIM_HANDLE_REUSE=1", "CUBATCH_ENGINE=kernel", NULL};
+    const char *const *cfgs[] = {batch, kernel};
+    for (int c = 0; c < 2; c++) {
+        struct pair p = both("ctx_reuse", cfgs[c]);
+        ck_assert_int_eq(num_of(&p.shim, "stream_handle_reused: "), 1);
+        ck_assert_int_eq(num_of(&p.shim, "context_handle_reused: "), 1);
+        STAT_EQ(p.shim, "batch_errors", 0);
+        STAT_EQ(p.shim, "replayed", 0);
+        STAT_GE(p.shim, "side_submits", 3);
+        ck_assert_int_eq(log_lines(&p.shim, LAUNCH " rc="), log_lines(&p.shim, LAUNCH " rc=0 "));
+        ck_assert_int_eq(log_lines(&p.shim, "cuEventRecord rc="), log_lines(&p.shim, "cuEventRecord rc=0 "));
+        ck_assert_int_eq(log_lines(&p.shim, "cuStreamWaitEvent rc="), log_lines(&p.shim, "cuStreamWaitEvent rc=0 "));
+        if (c == 1) { /* one module in each of the three contexts */
+            ck_assert_int_eq(log_count(&p.shim, "cuModuleLoadData"), 3);
+            STAT_GE(p.shim, "kernel_launches", 3);
+        }
+        pair_free(&p);
+    }
+}
+END_TEST
+
 int main(void)
 {
     const struct th_case cases[] = {
@@ -2127,11 +2235,14 @@ int main(void)
                             the_first_of_two_errors_is_reported,
                             pointer_queries_failing_pass_through, allocation_failure_passes_through,
                             context_reset_flushes_first, context_destroy_flushes_first,
-                            primary_release_forgets_only_what_goes)},
+                            primary_release_forgets_only_what_goes, a_dead_contexts_handles_serve_no_new_one)},
         {"process", TH_TESTS(exit_flushes, fork_flushes_and_child_starts_empty, copies_after_thread_cleanup,
                              process_without_cuda_is_untouched)},
         {"version", TH_TESTS(driver_12_8_passes_through, missing_entry_point_passes_through, switched_off_passes_through,
                              bad_environment_is_reported)},
+        {"newer_drivers", TH_TESTS(newer_host_function_observes, newer_copy_with_attributes_keeps_its_place,
+                                   newer_captures_are_never_deferred_into, a_function_no_table_names_submits_the_runs,
+                                   an_older_driver_gets_nothing_new_wrapped)},
         {"interposition", TH_TESTS(every_path_reaches_the_right_wrapper)},
         {"markers", TH_TESTS(records_join_the_run, every_observer_submits_the_marker,
                              markers_of_other_threads_and_the_legacy_stream, records_others_may_see_pass_through,

@@ -1342,6 +1342,85 @@ static void sc_primary_release(void)
     CK(cuCtxSetCurrent(g_ctx));
 }
 
+/* The real driver gives a dead context's or stream's handle to the next one made
+ * (CUSIM_HANDLE_REUSE=1 makes the simulated driver do so): nothing cubatch keyed
+ * by the old one (its copy kernel's module, side stream and event pool, a
+ * stream's facts) may serve the new one.  One round in a context: uploads then
+ * downloads on a created stream (flags), downloads on the legacy stream, another
+ * thread's per-thread copies flushed through the side stream, and timing-free
+ * records riding in a run (stand-ins from the event pool); every byte checked. */
+static void reuse_round(CUcontext ctx, CUstream s, unsigned seed)
+{
+    CK(cuCtxSetCurrent(ctx));
+    unsigned char *src = malloc(N * SZ);
+    fill(src, N * SZ, seed);
+    unsigned char *in = pinned(N * SZ), *out = pinned(N * SZ);
+    memcpy(in, src, N * SZ);
+    CUdeviceptr d = devmem(N * SZ);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyHtoDAsync_v2(d + (size_t)i * SZ, in + (size_t)i * SZ, SZ, s));
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * SZ, d + (size_t)i * SZ, SZ, s));
+    CUevent ev[2];
+    for (int e = 0; e < 2; e++) {
+        CK(cuEventCreate(&ev[e], CU_EVENT_DISABLE_TIMING));
+        CK(cuEventRecord(ev[e], s));
+    }
+    CK(cuStreamSynchronize(s));
+    expect("a created stream's round trip", out, src, N * SZ);
+    memset(out, 0xAB, N * SZ);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * SZ, d + (size_t)i * SZ, SZ, NULL));
+    CK(cuCtxSynchronize());
+    expect("the legacy stream's downloads", out, src, N * SZ);
+    struct side_arg a = {ctx, d, pinned(N * SZ)};
+    pthread_t th;
+    pthread_create(&th, NULL, queue_ptds_in, &a);
+    pthread_join(th, NULL);
+    CK(cuCtxSynchronize());
+    expect("per-thread copies of an exited thread", a.out, src, N * SZ);
+    for (int e = 0; e < 2; e++)
+        CK(cuEventDestroy_v2(ev[e]));
+    free(src);
+}
+static void sc_ctx_reuse(void)
+{
+    CUdevice dev;
+    CUcontext first, second;
+    CK(cuDeviceGet(&dev, 0));
+    CK(cuCtxCreate_v2(&first, 0, dev));
+    CUstream gone = mkstream(CU_STREAM_NON_BLOCKING); /* dies with its context */
+    reuse_round(first, gone, 40);
+    CK(cuCtxSetCurrent(g_ctx));
+    CK(cuCtxDestroy_v2(first));
+    CK(cuCtxSetCurrent(g_ctx));
+    /* A blocking stream of the primary context, at the handle of the
+     * non-blocking one that died: uploads deferred on it, then downloads of
+     * what they wrote on the legacy stream, which follows them (rule 3). */
+    CUstream s = mkstream(0);
+    printf("stream_handle_reused: %d\n", s == gone);
+    unsigned char *src = malloc(N * SZ), *in = pinned(N * SZ), *out = pinned(N * SZ);
+    fill(src, N * SZ, 41);
+    memcpy(in, src, N * SZ);
+    CUdeviceptr d = devmem(N * SZ);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyHtoDAsync_v2(d + (size_t)i * SZ, in + (size_t)i * SZ, SZ, s));
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * SZ, d + (size_t)i * SZ, SZ, CU_STREAM_LEGACY));
+    CK(cuStreamSynchronize(CU_STREAM_LEGACY));
+    expect("legacy downloads after a reused stream's uploads", out, src, N * SZ);
+    reuse_round(g_ctx, s, 42);
+    CK(cuStreamDestroy_v2(s));
+    /* A context at the destroyed one's handle, and a stream at a gone one's. */
+    CK(cuCtxCreate_v2(&second, 0, dev));
+    printf("context_handle_reused: %d\n", second == first);
+    reuse_round(second, mkstream(CU_STREAM_NON_BLOCKING), 43);
+    CK(cuCtxSetCurrent(g_ctx));
+    CK(cuCtxDestroy_v2(second));
+    CK(cuCtxSetCurrent(g_ctx));
+    free(src);
+}
+
 /* cuMemcpyAsync (unified) with managed and pinned memory, both directions. */
 static void sc_managed(void)
 {
@@ -1425,6 +1504,7 @@ static void CUDA_CB hostfn(void *arg)
     struct hf *h = arg;
     h->ok = memcmp(h->host, h->want, N * SZ) == 0;
 }
+static void CUDA_CB hostfn_nothing(void *arg) { (void)arg; }
 static void sc_hostfunc(void)
 {
     unsigned char *src = malloc(N * SZ);
@@ -3384,6 +3464,224 @@ static void sc_two_ptds_switch(void)
     free(w.src);
 }
 
+/* ---- functions of drivers newer than 13.0 (design.md rule 17) ----------------------
+ * Run against the simulated driver acting as a newer one (CUSIM_DRIVER_VERSION).
+ * The functions are fetched as the 13.5 runtime fetches them: cuGetProcAddress
+ * with the version they appeared in. */
+typedef CUresult(CUDAAPI *host_v2_t)(CUstream, CUhostFn, void *, unsigned int);
+typedef CUresult(CUDAAPI *host_t)(CUstream, CUhostFn, void *);
+typedef CUresult(CUDAAPI *attr_copy_t)(CUdeviceptr, CUdeviceptr, size_t, CUmemcpyAttributes *, CUstream);
+typedef CUresult(CUDAAPI *recapture_t)(CUstream, CUstreamCaptureMode, CUgraph, void *, void *);
+typedef CUresult(CUDAAPI *cig_begin_t)(CUstream, void *);
+typedef CUresult(CUDAAPI *stream_t)(CUstream);
+
+/* The driver's function for sym at version ver (NULL, said, when it has none). */
+static void *proc_at(const char *sym, int ver, cuuint64_t flags)
+{
+    void *p = NULL;
+    CUdriverProcAddressQueryResult st;
+    if (cuGetProcAddress_v2(sym, &p, ver, flags, &st) != CUDA_SUCCESS || !p) {
+        printf("result: WRONG %s at %d: not found\n", sym, ver);
+        g_wrong = 1;
+        return NULL;
+    }
+    return p;
+}
+
+/* Device-to-host copies of N regions into pinned memory on s, deferred under
+ * cubatch; then `observe` (a host function's or a synchronize's view). */
+struct newer_d2h { unsigned char *src, *out; CUdeviceptr d; CUstream s; };
+static struct newer_d2h newer_d2h_begin(unsigned seed)
+{
+    struct newer_d2h c;
+    c.src = malloc(N * SZ);
+    fill(c.src, N * SZ, seed);
+    c.d = devfilled(c.src, N * SZ);
+    c.out = pinned(N * SZ);
+    c.s = mkstream(0);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(c.out + (size_t)i * SZ, c.d + (size_t)i * SZ, SZ, c.s));
+    return c;
+}
+
+/* cuLaunchHostFunc_v2 (13.1) after deferred copies: a host function (rule 11).
+ * Then the per-thread stream's twin (flags 2, the NULL stream). */
+static void sc_newer_hostfunc(void)
+{
+    struct newer_d2h c = newer_d2h_begin(80);
+    host_v2_t f = (host_v2_t)proc_at("cuLaunchHostFunc", 13010, 0);
+    host_v2_t fp = (host_v2_t)proc_at("cuLaunchHostFunc", 13010, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
+    if (!f || !fp)
+        return;
+    struct hf h = {c.out, c.src, -1};
+    CK(f(c.s, hostfn, &h, 1));
+    CK(cuStreamSynchronize(c.s));
+    printf("hostfn_v2_saw_copies: %d\n", h.ok);
+    digest(c.out, N * SZ);
+    memset(c.out, 0, N * SZ);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2_ptsz(c.out + (size_t)i * SZ, c.d + (size_t)i * SZ, SZ, NULL));
+    struct hf hp = {c.out, c.src, -1};
+    CK(fp(NULL, hostfn, &hp, 0));
+    CK(cuStreamSynchronize(CU_STREAM_PER_THREAD));
+    printf("hostfn_v2_ptsz_saw_copies: %d\n", hp.ok);
+    if (h.ok != 1 || hp.ok != 1)
+        g_wrong = 1, printf("result: WRONG host function v2 ran before the copies\n");
+    digest(c.out, N * SZ);
+    free(c.src);
+}
+
+/* cuMemcpyWithAttributesAsync (13.2) between deferred copies on one stream: it
+ * reads what the copies before it wrote, and a copy after it reads what it
+ * wrote.  With DURING_API_CALL its pinned source is overwritten as soon as the
+ * call returns: the copy must have read it during the call. */
+static void sc_newer_attr_copy(void)
+{
+    attr_copy_t f = (attr_copy_t)proc_at("cuMemcpyWithAttributesAsync", 13020, 0);
+    if (!f)
+        return;
+    unsigned char *in = pinned(N * SZ), *out = pinned(N * SZ), *late = pinned(SZ);
+    fill(in, N * SZ, 81);
+    CUdeviceptr a = devmem(N * SZ), b = devmem(N * SZ);
+    CUstream s = mkstream(CU_STREAM_NON_BLOCKING);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyHtoDAsync_v2(a + (size_t)i * SZ, in + (size_t)i * SZ, SZ, s));
+    CUmemcpyAttributes at;
+    memset(&at, 0, sizeof at);
+    at.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    at.srcLocHint.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    at.dstLocHint.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    CK(f(b, a, N * SZ, &at, s)); /* reads what the copies above wrote */
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * SZ, b + (size_t)i * SZ, SZ, s));
+    fill(late, SZ, 82);
+    unsigned char want_late[SZ];
+    memcpy(want_late, late, SZ);
+    CUmemcpyAttributes now = at;
+    now.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL;
+    now.srcLocHint.type = CU_MEM_LOCATION_TYPE_HOST;
+    CK(f(a, (CUdeviceptr)(uintptr_t)late, SZ, &now, s));
+    memset(late, 0, SZ); /* the program may: the call read it */
+    unsigned char *back = pinned(SZ);
+    CK(cuMemcpyDtoHAsync_v2(back, a, SZ, s));
+    CK(cuStreamSynchronize(s));
+    expect("with-attributes copy in stream order", out, in, N * SZ);
+    expect("source read during the call", back, want_late, SZ);
+}
+
+/* cuStreamBeginRecaptureToGraph (13.3): a capture into an existing graph.  The
+ * copies made while it captures are captured (never deferred: a batch on a
+ * capturing stream fails and leaves them out of the graph), and the graph
+ * launched afterwards makes them.  Then a CIG capture (13.1), likewise never
+ * deferred into. */
+static void sc_newer_recapture(void)
+{
+    recapture_t rec = (recapture_t)proc_at("cuStreamBeginRecaptureToGraph", 13030, 0);
+    cig_begin_t cig = (cig_begin_t)proc_at("cuStreamBeginCaptureToCig", 13010, 0);
+    stream_t cig_end = (stream_t)proc_at("cuStreamEndCaptureToCig", 13010, 0);
+    if (!rec || !cig || !cig_end)
+        return;
+    unsigned char *in = pinned(N * SZ), *out = pinned(N * SZ);
+    fill(in, N * SZ, 83);
+    CUdeviceptr d = devmem(N * SZ);
+    CUstream s = mkstream(CU_STREAM_NON_BLOCKING), c = mkstream(CU_STREAM_NON_BLOCKING);
+    /* both streams known to cubatch before they capture: it asks no more */
+    for (int i = 0; i < N; i++) {
+        CK(cuMemcpyHtoDAsync_v2(d + (size_t)i * SZ, in + (size_t)i * SZ, SZ, s));
+        CK(cuMemcpyHtoDAsync_v2(d + (size_t)i * SZ, in + (size_t)i * SZ, SZ, c));
+    }
+    CK(cuStreamSynchronize(s));
+    CK(cuStreamSynchronize(c));
+    unsigned long before = sim_count("cuMemcpyBatchAsync_v2");
+    memset(out, 0, N * SZ);
+    CK(cuMemcpyHtoD_v2(d, out, N * SZ));
+    CUgraph g;
+    CK(cuGraphCreate(&g, 0));
+    CK(rec(s, CU_STREAM_CAPTURE_MODE_GLOBAL, g, NULL, NULL));
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyHtoDAsync_v2(d + (size_t)i * SZ, in + (size_t)i * SZ, SZ, s));
+    CUgraph got;
+    CK(cuStreamEndCapture(s, &got));
+    printf("batches_in_recapture: %lu\n", sim_count("cuMemcpyBatchAsync_v2") - before);
+    CUgraphExec ge;
+    CK(cuGraphInstantiateWithFlags(&ge, got, 0));
+    CK(cuGraphLaunch(ge, s));
+    CK(cuMemcpyDtoHAsync_v2(out, d, N * SZ, s));
+    CK(cuStreamSynchronize(s));
+    expect("recaptured copies", out, in, N * SZ);
+    before = sim_count("cuMemcpyBatchAsync_v2");
+    void *cig_param = NULL, *cig_params[1] = {&cig_param}; /* CUstreamCigCaptureParams: a pointer */
+    CK(cig(c, cig_params));
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyHtoDAsync_v2(d + (size_t)i * SZ, in + (size_t)i * SZ, SZ, c));
+    CK(cig_end(c));
+    printf("batches_in_cig_capture: %lu\n", sim_count("cuMemcpyBatchAsync_v2") - before);
+}
+
+/* A host function launched through a function no CUDA header names (the
+ * simulator's cuFutureLaunchHostFunc, from a 13.6-acting driver), fetched by
+ * cuGetProcAddress, then by dlsym; then a newer ABI of a known name
+ * (cuStreamSynchronize at 13060): each after deferred copies must see them. */
+static void sc_newer_future(void)
+{
+    struct newer_d2h c = newer_d2h_begin(84);
+    host_t f = (host_t)proc_at("cuFutureLaunchHostFunc", 13060, 0);
+    host_t g = (host_t)dlsym(RTLD_DEFAULT, "cuFutureLaunchHostFunc");
+    stream_t sync2 = (stream_t)proc_at("cuStreamSynchronize", 13060, 0);
+    if (!f || !g || !sync2) {
+        printf("result: WRONG future functions missing\n");
+        g_wrong = 1;
+        return;
+    }
+    struct hf h = {c.out, c.src, -1};
+    CK(f(c.s, hostfn, &h));
+    CK(cuStreamSynchronize(c.s));
+    digest(c.out, N * SZ);
+    memset(c.out, 0, N * SZ);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(c.out + (size_t)i * SZ, c.d + (size_t)i * SZ, SZ, c.s));
+    struct hf hd = {c.out, c.src, -1};
+    CK(g(c.s, hostfn, &hd));
+    CK(cuStreamSynchronize(c.s));
+    digest(c.out, N * SZ);
+    memset(c.out, 0, N * SZ);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyDtoHAsync_v2(c.out + (size_t)i * SZ, c.d + (size_t)i * SZ, SZ, c.s));
+    CK(sync2(c.s));
+    int variant_saw = memcmp(c.out, c.src, N * SZ) == 0;
+    printf("future_saw_copies: %d %d %d\n", h.ok, hd.ok, variant_saw);
+    if (h.ok != 1 || hd.ok != 1 || !variant_saw)
+        g_wrong = 1, printf("result: WRONG a function no table names overtook the copies\n");
+    digest(c.out, N * SZ);
+    free(c.src);
+}
+
+/* What the program gets for cuLaunchHostFunc_v2 by dlsym: cubatch's wrapper
+ * only from a driver that has it (13.1 on), the driver's own otherwise. */
+static void sc_newer_wrapped(void)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    void *p = h ? dlsym(h, "cuLaunchHostFunc_v2") : NULL;
+    int v = 0;
+    CK(cuDriverGetVersion(&v));
+    printf("driver: %d\n", v);
+    printf("host_func_v2_from: %s\n", lib_of(p));
+}
+
+/* Rule 9 for the net's flush: copies, then a function no table names (the
+ * flush nobody waits for), then the next copy gets the error. */
+static void sc_err_unknown(void)
+{
+    struct errs e;
+    err_begin(&e, 73);
+    err_copies(&e, 0);
+    host_t f = (host_t)proc_at("cuFutureLaunchHostFunc", 13060, 0);
+    if (f)
+        err_note(&e, "trigger", f(e.s, hostfn_nothing, NULL));
+    err_copy(&e, EN, "after");
+    err_end(&e);
+}
+
 static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"basic", sc_basic},           {"chain", sc_chain},
     {"overwrite", sc_overwrite},   {"query", sc_query},
@@ -3408,7 +3706,7 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"d2h_20", sc_d2h_20},         {"managed", sc_managed},
     {"free_realloc", sc_free_realloc}, {"hostfunc", sc_hostfunc},
     {"interleave", sc_interleave},   {"many_pinned", sc_many_pinned}, {"pinned_per_block", sc_pinned_per_block}, {"unregister_forgets", sc_unregister_forgets}, {"exit_destructor", sc_exit_destructor},   {"pace", sc_pace},     {"ctx_reset", sc_ctx_reset}, {"ctx_destroy", sc_ctx_destroy},
-    {"ctx_event", sc_ctx_event},     {"primary_release", sc_primary_release},   {"resolve", sc_resolve},
+    {"ctx_event", sc_ctx_event},     {"primary_release", sc_primary_release}, {"ctx_reuse", sc_ctx_reuse},   {"resolve", sc_resolve},
     {"sm_busy", sc_sm_busy},         {"sm_idle_sync", sc_sm_idle_sync},   {"sm_idle_event", sc_sm_idle_event},
     {"sm_idle_query", sc_sm_idle_query}, {"sm_room", sc_sm_room},         {"sm_busy_d2d", sc_sm_busy_d2d},
     {"sm_busy_legacy", sc_sm_busy_legacy}, {"sm_legacy_compute", sc_sm_legacy_compute},
@@ -3438,6 +3736,10 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"err_legacy", sc_err_legacy},     {"err_context", sc_err_context}, {"err_hazard", sc_err_hazard},
     {"err_full", sc_err_full},         {"err_passthrough", sc_err_passthrough}, {"err_timer", sc_err_timer},
     {"err_slow", sc_err_slow},         {"err_fork", sc_err_fork},       {"err_api", sc_err_api},
+    {"err_unknown", sc_err_unknown},
+    {"newer_hostfunc", sc_newer_hostfunc}, {"newer_attr_copy", sc_newer_attr_copy},
+    {"newer_recapture", sc_newer_recapture}, {"newer_future", sc_newer_future},
+    {"newer_wrapped", sc_newer_wrapped},
     {"two_streams", sc_two_streams}, {"two_peer", sc_two_peer}, {"two_ctxsync", sc_two_ctxsync},
     {"two_module", sc_two_module},   {"two_release", sc_two_release}, {"two_reset", sc_two_reset},
     {"two_ptds_switch", sc_two_ptds_switch},
