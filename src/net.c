@@ -37,7 +37,7 @@
 /* The trampolines handed out: slot i's real function, and its name for the
  * report (stats.c counts its calls).  A slot is filled under the lock, then
  * published by the count. */
-static void *cb_net_real[CB_NET_SLOTS];
+static _Atomic(void *) cb_net_real[CB_NET_SLOTS];
 static atomic_int cb_net_used;
 static pthread_mutex_t cb_net_mu = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int cb_net_gave_up; /* no trampoline left: deferral was switched off */
@@ -115,7 +115,7 @@ CB_HIDDEN void *cb_net_enter(int i)
     fe = cb_first_error(fe, cb_flush_all(CB_WHY_flush_unknown));
     if (fe != CUDA_SUCCESS)
         cb_log(CB_LOG_NOTICE, "a wait issued before %s failed: %d", cb_stat_unknown_name(i), (int)fe);
-    return cb_net_real[i];
+    return atomic_load_explicit(&cb_net_real[i], memory_order_acquire);
 }
 
 static int name_cmp(const void *key, const void *elem) { return strcmp(key, *(const char *const *)elem); }
@@ -148,10 +148,10 @@ void *cb_net_wrap(const char *name, void *real)
 #if CB_NET_HAS_POOL
     pthread_mutex_lock(&cb_net_mu);
     int n = atomic_load(&cb_net_used), i;
-    for (i = 0; i < n && cb_net_real[i] != real; i++)
+    for (i = 0; i < n && atomic_load(&cb_net_real[i]) != real; i++)
         ;
     if (i == n && n < CB_NET_SLOTS) {
-        cb_net_real[n] = real;
+        atomic_store_explicit(&cb_net_real[n], real, memory_order_release);
         cb_stat_unknown_name_set(n, name);
         atomic_store(&cb_net_used, n + 1);
         cb_log(CB_LOG_NOTICE, "%s: a driver function no table names; calls of it submit every run first", name);

@@ -2053,6 +2053,34 @@ static CUresult do_synccopy(const struct op *o)
 }
 
 /* copy, memset, hfunc (also inside a capture: stream `h` given) */
+/* Host functions also go through what newer drivers added (design.md rule 17),
+ * where the simulated driver acts as one (CUSIM_DRIVER_VERSION, half the seeds,
+ * both runs): cuLaunchHostFunc_v2, and cuFutureLaunchHostFunc, which no header
+ * names.  Which one an op takes follows from the op, the same in both runs. */
+static int g_driver_version;
+typedef CUresult(CUDAAPI *hostfn_v2_t)(CUstream, CUhostFn, void *, unsigned int);
+typedef CUresult(CUDAAPI *hostfn_t)(CUstream, CUhostFn, void *);
+static void *newer_proc(const char *sym, int version, int ptsz)
+{
+    void *p = NULL;
+    CUdriverProcAddressQueryResult st;
+    if (g_driver_version < version ||
+        cuGetProcAddress_v2(sym, &p, version, ptsz ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : 0, &st))
+        return NULL;
+    return p;
+}
+static CUresult launch_host_func(const struct op *o, CUstream h)
+{
+    unsigned variant = (unsigned)((o->ao ^ o->bo ^ o->n) % 3);
+    hostfn_v2_t v2 = variant == 1 ? (hostfn_v2_t)newer_proc("cuLaunchHostFunc", 13010, o->ptsz) : NULL;
+    hostfn_t future = variant == 2 && !o->ptsz ? (hostfn_t)newer_proc("cuFutureLaunchHostFunc", 13060, 0) : NULL;
+    if (v2)
+        return v2(h, kernel, o->hfp, o->val & 1);
+    if (future)
+        return future(h, kernel, o->hfp);
+    return o->ptsz ? cuLaunchHostFunc_ptsz(h, kernel, o->hfp) : cuLaunchHostFunc(h, kernel, o->hfp);
+}
+
 static CUresult do_stream_op(struct op *o, CUstream h)
 {
     if (o->type == O_COPY)
@@ -2068,7 +2096,7 @@ static CUresult do_stream_op(struct op *o, CUstream h)
         a->k = o->val;
         o->hfp = a;
     }
-    return o->ptsz ? cuLaunchHostFunc_ptsz(h, kernel, o->hfp) : cuLaunchHostFunc(h, kernel, o->hfp);
+    return launch_host_func(o, h);
 }
 
 /* An event recorded behind compute may be found running, or done where the
@@ -2225,6 +2253,8 @@ static void execute(struct op *ops, int n)
         die("compute kernel: %d", (int)rc);
     g_relaxed = g_polls = 0;
     g_reuse = getenv("CUSIM_HANDLE_REUSE") && !strcmp(getenv("CUSIM_HANDLE_REUSE"), "1");
+    if (cuDriverGetVersion(&g_driver_version))
+        g_driver_version = 0;
     for (int i = 0; i < n; i++) {
         g_relaxed |= ops[i].err != 0;
         g_polls |= ops[i].type == O_KERNEL && ops[i].val;
@@ -2463,6 +2493,10 @@ static int seed_env(uint64_t seed, char env[][96], int max)
     /* Handles of dead contexts and streams given again (both runs): ctxround's. */
     if (pct(50))
         snprintf(env[k++], 96, "CUSIM_HANDLE_REUSE=1");
+    /* A driver newer than the newest headers checked (both runs): host functions
+     * through cuLaunchHostFunc_v2 and a function no table names (the net). */
+    if (pct(50))
+        snprintf(env[k++], 96, "CUSIM_DRIVER_VERSION=13060");
     (void)max;
     rng_state = save;
     return k;
@@ -2682,8 +2716,8 @@ static double now_s(void)
 /* One seed: 0 same, 1 diverged (saved), 2 fuzzer problem. */
 static int one_seed(const struct cfg *c, const char *tmpdir, uint64_t seed)
 {
-    char penv[16][96];
-    int npenv = seed_env(seed, penv, 16);
+    char penv[24][96];
+    int npenv = seed_env(seed, penv, 24);
     char sbuf[32], lbuf[32];
     snprintf(sbuf, sizeof sbuf, "%llu", (unsigned long long)seed);
     snprintf(lbuf, sizeof lbuf, "%d", c->len);
@@ -2730,7 +2764,7 @@ static int one_seed(const struct cfg *c, const char *tmpdir, uint64_t seed)
 /* Replays a saved program (its env lines) plain and preloaded: 0 same. */
 static int replay(const struct cfg *c, const char *tmpdir, const char *path)
 {
-    char penv[16][96];
+    char penv[24][96];
     int npenv = 0;
     FILE *f = fopen(path, "r");
     if (!f) {
