@@ -24,7 +24,6 @@ EXTRA_DIST += \
 	bench/torch_batch_probe.py \
 	bench/instructions.sh \
 	bench/nvtx-cost.sh \
-	bench/pages.sh \
 	bench/campaign-extras.sh \
 	bench/bench_threads.c \
 	bench/local.mk

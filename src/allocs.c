@@ -35,9 +35,9 @@ struct cb_slots {
 };
 
 static pthread_mutex_t cb_allocs_mu = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic(struct cb_slots *) cb_allocs_table CB_COPY_PATH;
-static atomic_uint cb_allocs_n CB_COPY_PATH;   /* slots in use, sorted by lo, disjoint */
-static atomic_uint cb_allocs_seq CB_COPY_PATH; /* odd while a writer changes the table */
+static _Atomic(struct cb_slots *) cb_allocs_table;
+static atomic_uint cb_allocs_n;   /* slots in use, sorted by lo, disjoint */
+static atomic_uint cb_allocs_seq; /* odd while a writer changes the table */
 
 #define LOAD(x) atomic_load_explicit(&(x), memory_order_acquire)
 #define STORE(x, v) atomic_store_explicit(&(x), (v), memory_order_release)
@@ -80,7 +80,7 @@ static void slot_write(struct cb_slots *t, unsigned i, const struct cb_alloc *a)
 
 /* The slot this thread found last: a loop over blocks allocated one after the
  * other usually wants it or the next, which saves the search. */
-static CB_TLS_COPY_PATH unsigned cb_allocs_hint;
+static CB_TLS unsigned cb_allocs_hint;
 
 /* The first slot of t[0, n) whose range starts above p, trying the hint first. */
 static unsigned upper_hinted(const struct cb_slots *t, unsigned n, uintptr_t p)

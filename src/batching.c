@@ -5,7 +5,7 @@
 #include "internal.h"
 
 /* Written here only, through cb_batching_set. */
-int cb_batching CB_COPY_PATH;
+int cb_batching;
 const char *cb_batching_reason = "not started: no intercepted CUDA call yet";
 
 void cb_batching_set(int on, const char *reason)

@@ -30,7 +30,7 @@ struct cb_capture {
     CUstreamCaptureMode mode;
 };
 
-atomic_int cb_captures_n CB_COPY_PATH; /* begun or about to begin, not ended */
+atomic_int cb_captures_n; /* begun or about to begin, not ended */
 static pthread_mutex_t cb_capture_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct cb_capture cb_captures[CB_CAPTURES_MAX];
 static int cb_ncaptures;

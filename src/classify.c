@@ -33,7 +33,7 @@ struct cb_cache {
     struct cb_alloc e[CB_CLASS_CACHE];
 };
 
-static atomic_uint_fast64_t cb_class_gen CB_COPY_PATH = 1;
+static atomic_uint_fast64_t cb_class_gen = 1;
 void cb_forget_classes(void) { atomic_fetch_add_explicit(&cb_class_gen, 1, memory_order_release); }
 
 /* The first entry of c whose range starts above p. */
@@ -205,7 +205,7 @@ struct cb_pair {
     uint64_t gen;
     struct cb_side d, s;
 };
-static CB_TLS_COPY_PATH struct cb_pair cb_tls_pair;
+static CB_TLS struct cb_pair cb_tls_pair;
 
 /* One side: from the kept range, else classified and kept (known ranges only). */
 static int classify_side(struct cb_side *k, uintptr_t p, struct cb_class *out)
@@ -222,7 +222,7 @@ static int classify_side(struct cb_side *k, uintptr_t p, struct cb_class *out)
     return 0;
 }
 
-CB_HOT_CODE int cb_classify_pair(uintptr_t dst, uintptr_t src, struct cb_class *d, struct cb_class *s)
+int cb_classify_pair(uintptr_t dst, uintptr_t src, struct cb_class *d, struct cb_class *s)
 {
     struct cb_pair *pr = &cb_tls_pair;
     uint64_t gen = atomic_load_explicit(&cb_class_gen, memory_order_acquire);

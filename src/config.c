@@ -37,7 +37,7 @@ const struct cb_option cb_options[CB_OPTION_COUNT] = {
 
 /* Defaults until cb_config_load(); log level 1 so early warnings are seen. */
 /* Read inline by cb_opt() (internal.h): the copy path reads options without a call. */
-uint64_t cb_opt_values[CB_OPTION_COUNT] CB_COPY_PATH = {
+uint64_t cb_opt_values[CB_OPTION_COUNT] = {
 #define CB_OPTION(name, type, def, lo, hi, values, check, doc) [CB_OPT_##name] = (uint64_t)(def),
 #include "options.def"
 #undef CB_OPTION

@@ -350,10 +350,9 @@ static inline struct cb_tstats *count_copy(unsigned entry)
  * switch's flush has not reached yet, or a per-thread run's side submission
  * its stream must wait for (rule 4).  That goes first, as before any call
  * naming the stream; nothing to do while no run holds anything.  Kept out of
- * copy_one, whose every copy would pay for this call's registers, and whose
- * code would take more than the lone copy's pages. */
-static __attribute__((noinline)) CB_HOT_CODE CUresult issue_unbatched(unsigned entry, CUdeviceptr dst, CUdeviceptr src,
-                                                                      size_t bytes, CUstream stream)
+ * copy_one, whose every copy would pay for this call's registers. */
+static __attribute__((noinline)) CUresult issue_unbatched(unsigned entry, CUdeviceptr dst, CUdeviceptr src,
+                                                          size_t bytes, CUstream stream)
 {
     struct cb_tstats *t = count_copy(entry);
     cb_bump(&t->v[!cb_batching && cb_opt(CB_OPT_enable) ? CB_ST_pass_version : CB_ST_pass_disabled], 1);
@@ -449,8 +448,8 @@ static __attribute__((noinline)) CUresult copy_waited(unsigned entry, CUdevicept
  * policy surely defers begin a burst here (not 0 bytes): a copy the policy
  * would pass leaves the note to the stream's next copy, as on the full path.
  * Any other copy takes the full path, as does this one when the note says no. */
-static __attribute__((noinline)) CB_HOT_CODE CUresult copy_first(unsigned entry, CUdeviceptr dst, CUdeviceptr src,
-                                                                 size_t bytes, CUstream stream)
+static __attribute__((noinline)) CUresult copy_first(unsigned entry, CUdeviceptr dst, CUdeviceptr src,
+                                                     size_t bytes, CUstream stream)
 {
     int ptsz = cb_entry_ptsz(entry);
     enum cb_stream_kind sk = cb_stream_kind(stream, ptsz);
@@ -469,7 +468,7 @@ static __attribute__((noinline)) CB_HOT_CODE CUresult copy_first(unsigned entry,
  * most often send a copy down the full path (a run holds copies, the size is
  * not one every policy surely defers) come before anything else.  Each call is
  * a tail call with these very arguments. */
-CB_HOT_CODE CUresult cb_copy(unsigned entry, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream)
+CUresult cb_copy(unsigned entry, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream)
 {
     if (CB_UNLIKELY(cb_waits_pending()))
         return copy_waited(entry, dst, src, bytes, stream);

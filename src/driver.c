@@ -14,7 +14,7 @@ const struct cb_hook_row cb_hook_rows[CB_HOOK_COUNT] = {
 #undef CB_COPY_DIR
 };
 
-void *cb_real[CB_HOOK_COUNT] CB_COPY_PATH_PAGE;
+void *cb_real[CB_HOOK_COUNT];
 struct cb_driver cb_drv;
 static int cb_driver_found; /* libcuda.so.1 could be opened */
 

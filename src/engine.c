@@ -28,7 +28,7 @@
 #include "choose.h"
 #include "stats.h"
 
-int cb_kernel_usable CB_COPY_PATH;
+int cb_kernel_usable;
 /* The batch API's chunks (bench/RESULTS.md, run X). */
 #define CB_BATCH_CHUNK_H2D 32
 #define CB_BATCH_CHUNK 64

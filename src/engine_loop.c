@@ -14,7 +14,7 @@
 #define CB_ARGS_(dir, d, s) CB_ARGS_##dir(d, s)
 #define CB_DIR_OF(dir, ...) dir
 
-CB_HOT_CODE CUresult cb_issue_copy(int hook, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream)
+CUresult cb_issue_copy(int hook, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream)
 {
     switch (hook) {
 #define CB_ON_COPY(name, ptsz, action, aarg, params, args)                                                \

@@ -8,7 +8,7 @@
 #include "stats.h"
 #include "nvtx.h"
 
-atomic_int cb_flush_closed_flag CB_COPY_PATH; /* after the final flush at exit: nothing more is deferred */
+atomic_int cb_flush_closed_flag; /* after the final flush at exit: nothing more is deferred */
 
 
 /* What a flush does besides submitting, by its reason: the `does` column of
@@ -212,7 +212,7 @@ static __attribute__((noinline)) CUresult flush_stream_runs(CUstream s, enum cb_
     return rc;
 }
 
-CB_HOT_CODE CUresult cb_flush_stream(CUstream s, int ptsz_entry, enum cb_flush_why why)
+CUresult cb_flush_stream(CUstream s, int ptsz_entry, enum cb_flush_why why)
 {
     enum cb_stream_kind sk = cb_stream_kind(s, ptsz_entry);
     if (!(cb_flush_does(why) & CB_FD_KEEPS_BURST))
@@ -312,7 +312,7 @@ void cb_flush_exit(void)
 /* cubatch_set_enabled(0): copies pass through (copy.c reads this on the copy
  * path and again under the run lock, so that none joins a run after the flush
  * below). */
-atomic_int cb_flush_paused_flag CB_COPY_PATH;
+atomic_int cb_flush_paused_flag;
 
 CUresult cb_flush_set_enabled(int on)
 {

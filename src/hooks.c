@@ -26,7 +26,7 @@
 #define CB_COPY_ARGS(name, ptsz, dir, dst, src, bytes, stream) \
     CB_COPY_ENTRY(CB_ID_##name, ptsz, dir), (CUdeviceptr)(uintptr_t)(dst), (CUdeviceptr)(uintptr_t)(src), bytes, stream
 #define CB_WRAP_COPY(name, ptsz, aarg, params, args) \
-    CB_EXPORT CB_HOT_CODE CUresult CUDAAPI name params \
+    CB_EXPORT CUresult CUDAAPI name params           \
     {                                                \
         cb_init();                                   \
         CB_IN(name);                                 \
@@ -214,12 +214,6 @@ static inline void cb_note_launch_config(const CUlaunchConfig *c, CUfunction f, 
     CB_WRAPPER(name, params, args, cb_flush_launch_config(CB_EXPAND aarg, ptsz), \
                if (rc == CUDA_SUCCESS) cb_note_launch_config(CB_EXPAND aarg, f, ptsz))
 #define CB_WRAP_RESOLVER(name, ptsz, aarg, params, args) /* resolve.c */
-
-/* The wrappers of hot_hooks.def: declared again with the lone copy's section,
- * which their definitions below then take. */
-#define CB_HOT_HOOK(name) extern __typeof__(name) name CB_HOT_CODE;
-#include "hot_hooks.def"
-#undef CB_HOT_HOOK
 
 #define CB_HOOK(name, ptsz, action, aarg, params, args) CB_WRAP_##action(name, ptsz, aarg, params, args)
 #include "hooks.def"

@@ -7,9 +7,7 @@
 
 #include <stdlib.h>
 
-/* The first word of cb.copy_path in link order: the section begins a page
- * (internal.h, CB_COPY_PATH_PAGE; tests/package/check_layout.sh checks it). */
-atomic_int cb_init_done CB_COPY_PATH __attribute__((aligned(4096)));
+atomic_int cb_init_done;
 static pthread_mutex_t cb_init_mutex = PTHREAD_MUTEX_INITIALIZER;
 static CB_TLS int cb_in_init;
 

@@ -37,31 +37,6 @@
 #define CB_UNLIKELY(x) __builtin_expect(!!(x), 0)
 /* initial-exec TLS: one pointer per thread, no __tls_get_addr on the copy path. */
 #define CB_TLS __thread __attribute__((tls_model("initial-exec")))
-/* Where the words every copy reads are placed.  A copy that comes after the
- * program's own work (an interpreter's, a framework's) finds cold caches, and
- * globals or thread-locals left where their files put them cost it a cache
- * line each; gathered in one section of each kind they cost a few
- * (docs/design.md section 8).  Only words written rarely are gathered: one
- * written often would move the others' line between cores.  Thread-locals go
- * to .tdata, which holds nothing else hot, so that they stay together. */
-#define CB_COPY_PATH __attribute__((section("cb.copy_path")))
-#define CB_TLS_COPY_PATH CB_TLS __attribute__((section(".tdata.cb_copy_path")))
-/* The copy path's page: cb.copy_path begins one (its first word in link
- * order, init.c's, is aligned to it) and this section follows on the same
- * page, for what every call reads but that may not share the copy path's
- * lines: the real functions' addresses (too many) and the count of active
- * runs (written at every run's start and end), each on lines of its own.  A
- * call after the driver's own long wait then finds one page of data instead
- * of three with cold TLB entries (docs/design.md section 8). */
-#define CB_COPY_PATH_PAGE __attribute__((section("cb.copy_path_page"), aligned(64)))
-/* Where the code of a lone copy's path is placed: the copy wrappers, the
- * wrappers of hot_hooks.def (the calls that wait for a copy) and the functions
- * they call while nothing is deferred.  Left where their files put them, they
- * spread over ten pages of code, and a program that waits for each copy meets
- * them after the driver's own wait with cold TLB entries: a page walk for each
- * page, both with batching on and switched off.  Gathered, they take two or
- * three (docs/design.md section 8). */
-#define CB_HOT_CODE __attribute__((section(".text.hot.cb_copy_path")))
 #define CB_EXPAND(...) __VA_ARGS__
 
 /* Not declared by cuda.h outside per-thread builds, but exported by libcuda. */

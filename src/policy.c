@@ -37,14 +37,14 @@ static struct cb_policy cb_policy_table;
 /* Per direction, the largest copy the installed policy surely defers without a
  * look at its bands: the top of a first band that starts at 0 or 1 byte,
  * capped by CUBATCH_MAX_COPY (0: ask the bands).  The copy path reads it. */
-size_t cb_policy_sure[CB_D_COUNT] CB_COPY_PATH;
+size_t cb_policy_sure[CB_D_COUNT];
 /* ... and the largest it may defer at all: the top of its highest band, capped
  * by CUBATCH_MAX_COPY (0: none), so that a direction it never defers, or a
  * size above every band, is refused without a look at the bands either. */
-size_t cb_policy_top[CB_D_COUNT] CB_COPY_PATH;
+size_t cb_policy_top[CB_D_COUNT];
 /* The largest copy every direction but host to host surely defers: a burst's
  * first copy up to it is passed before its direction is known (copy.c). */
-size_t cb_policy_first_max CB_COPY_PATH;
+size_t cb_policy_first_max;
 
 /* The words of directions.def, by enum cb_direction. */
 const char *const cb_direction_names[CB_D_COUNT] = {

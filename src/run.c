@@ -51,14 +51,14 @@ struct cb_run *cb_run_table;
 static struct cb_run *cb_free_runs; /* removed runs, kept for reuse (store lock) */
 /* Runs that hold copies, a pending join or a pending error.  Zero lets every
  * flush trigger return without taking a lock. */
-atomic_int cb_active CB_COPY_PATH_PAGE; /* read inline: run.h */
+atomic_int cb_active; /* read inline: run.h */
 static atomic_int cb_nonempty; /* runs holding copies: what the timer waits for */
 atomic_int cb_legacy_nonempty; /* legacy-stream runs holding copies (read inline: run.h) */
 atomic_int cb_blocking_active; /* active runs of blocking streams, the legacy one's not (run.h) */
 static atomic_int cb_marked; /* runs holding markers (rule 11): what event observers look for */
 /* Run locks this thread holds: a driver call made from inside a submission that
  * comes back into a wrapper must not try to flush again. */
-CB_TLS_COPY_PATH int cb_tls_held;
+CB_TLS int cb_tls_held;
 
 /* The thread's last few runs (a thread often alternates between two streams,
  * one per direction, say): found here, a run is locked without the store's
@@ -84,8 +84,8 @@ struct cb_burst_note {
     struct cb_run *run;  /* its run when the note was written (never freed: run.c's header) */
 };
 static CB_TLS struct cb_burst_note cb_tls_bursts[CB_BURST_NOTES];
-static CB_TLS_COPY_PATH unsigned cb_tls_bursts_next, cb_tls_bursts_open, cb_tls_bursts_last;
-static CB_TLS_COPY_PATH unsigned cb_tls_bursts_legacy; /* notes of a legacy stream (one per context) */
+static CB_TLS unsigned cb_tls_bursts_next, cb_tls_bursts_open, cb_tls_bursts_last;
+static CB_TLS unsigned cb_tls_bursts_legacy; /* notes of a legacy stream (one per context) */
 
 /* This thread's pass spells (run.h): one per stream its copies last passed on
  * (a thread may alternate between streams, one per direction, say).  Runs
@@ -104,8 +104,8 @@ struct cb_spell {
 #define CB_SPELLS 4
 static CB_TLS struct cb_spell cb_tls_spells[CB_SPELLS];
 static CB_TLS unsigned cb_tls_spells_next;
-CB_TLS_COPY_PATH unsigned cb_tls_spells_live; /* one bit per slot holding a spell (run.h) */
-static atomic_uint cb_removals CB_COPY_PATH;
+CB_TLS unsigned cb_tls_spells_live; /* one bit per slot holding a spell (run.h) */
+static atomic_uint cb_removals;
 
 static void mutex_init(pthread_mutex_t *m)
 {
@@ -500,7 +500,7 @@ static int note_of(const struct cb_burst_note *n, uintptr_t stream, uintptr_t ow
 
 /* The note of a stream's burst: the last one found (cb_tls_bursts_last) first,
  * as a lone copy and its synchronize name the same stream one after the other. */
-static CB_HOT_CODE struct cb_burst_note *find_note(uintptr_t stream, uintptr_t owner, int any_owner)
+static struct cb_burst_note *find_note(uintptr_t stream, uintptr_t owner, int any_owner)
 {
     struct cb_burst_note *n = &cb_tls_bursts[cb_tls_bursts_last];
     if (CB_LIKELY(note_of(n, stream, owner, any_owner)))
@@ -574,7 +574,7 @@ static struct cb_burst_note *legacy_note(void)
     return find_note((uintptr_t)CU_STREAM_LEGACY, 0, 1);
 }
 
-CB_HOT_CODE int cb_run_pass_first_here(const struct cb_run_key *key)
+int cb_run_pass_first_here(const struct cb_run_key *key)
 {
     if (!cb_tls_bursts[cb_tls_bursts_last].stream)
         return 0; /* no note at all */
@@ -652,7 +652,7 @@ int cb_run_spell_here(const struct cb_run_key *key, uintptr_t host_alloc, uintpt
     return sp->why;
 }
 
-CB_HOT_CODE void cb_runs_named_here(CUstream s, enum cb_stream_kind sk)
+void cb_runs_named_here(CUstream s, enum cb_stream_kind sk)
 {
     if (CB_UNLIKELY(cb_tls_spells_live)) {
         struct cb_spell *sp = spell_of((uintptr_t)cb_stream_handle(s, sk));

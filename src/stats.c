@@ -14,8 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-CB_TLS_COPY_PATH struct cb_tstats *cb_tls_stats;
-CB_TLS_COPY_PATH int cb_tls_hook;
+CB_TLS struct cb_tstats *cb_tls_stats;
+CB_TLS int cb_tls_hook;
 
 void cb_stat_run_ended(void)
 {

@@ -37,7 +37,7 @@ struct cb_wait {
 static struct cb_wait *cb_waits;
 static size_t cb_nwaits, cb_capwaits;
 static pthread_mutex_t cb_waits_mu = PTHREAD_MUTEX_INITIALIZER;
-atomic_int cb_waits_pending_n CB_COPY_PATH;
+atomic_int cb_waits_pending_n;
 
 /* The pending waits that match (stream, or event, or all), taken out in call
  * order; *n of them, in a block the caller frees.  NULL: none (or no memory,
@@ -94,7 +94,7 @@ static CUresult issue(struct cb_wait *w, size_t n)
     return first;
 }
 
-static CB_HOT_CODE CUresult take_and_issue(enum cb_wait_match by, const void *key)
+static CUresult take_and_issue(enum cb_wait_match by, const void *key)
 {
     if (cb_runs_locked_here() || !cb_waits_pending())
         return CUDA_SUCCESS;
@@ -103,7 +103,7 @@ static CB_HOT_CODE CUresult take_and_issue(enum cb_wait_match by, const void *ke
     return w ? issue(w, n) : CUDA_SUCCESS;
 }
 
-CB_HOT_CODE CUresult cb_waits_issue_of(CUstream s) { return take_and_issue(CB_WAITS_OF_STREAM, (const void *)s); }
+CUresult cb_waits_issue_of(CUstream s) { return take_and_issue(CB_WAITS_OF_STREAM, (const void *)s); }
 CUresult cb_waits_issue_event(CUevent e) { return take_and_issue(CB_WAITS_FOR_EVENT, (const void *)e); }
 CUresult cb_waits_issue_all(void) { return take_and_issue(CB_WAITS_ALL, NULL); }
 

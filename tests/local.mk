@@ -67,7 +67,7 @@ tests_check_units_LDFLAGS = -no-install $(AM_LDFLAGS)
 # The rules of docs/design.md, end to end: probe scenarios under the preload against
 # the simulated driver, compared with the same scenarios without it.
 check_PROGRAMS += tests/probe tests/nocuda tests/check_rules
-TESTS += tests/check_rules tests/package/check_exports.sh tests/package/check_layout.sh tests/rules/check_valgrind.sh \
+TESTS += tests/check_rules tests/package/check_exports.sh tests/rules/check_valgrind.sh \
 	tests/package/check_launcher.sh
 tests_probe_SOURCES = tests/rules/probe.c
 tests_probe_LDADD = tests/sim/libcuda.la -lpthread
@@ -78,7 +78,7 @@ tests_check_rules_SOURCES = tests/rules/check_rules.c
 tests_check_rules_CPPFLAGS = $(AM_CPPFLAGS) -DBUILDDIR='"$(abs_top_builddir)"'
 tests_check_rules_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_check_rules_LDADD = tests/libharness.la $(CHECK_LIBS)
-EXTRA_DIST += tests/package/check_exports.sh tests/package/check_layout.sh tests/rules/check_valgrind.sh \
+EXTRA_DIST += tests/package/check_exports.sh tests/rules/check_valgrind.sh \
 	tests/package/check_launcher.sh
 
 # Differential fuzzer (tests/fuzz/README.md): random driver programs run plain and

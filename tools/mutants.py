@@ -120,14 +120,6 @@ MUTANTS = {
                                          "rule 3 (a legacy run is its context's)"),
     "legacy-note-of-another-context": ("src/run.c:legacy_note()", "    if (cb_tls_bursts_legacy != 1)", "    if (!cb_tls_bursts_legacy)",
                                        "rule 8 (a burst's first copy)"),
-    "copy-path-words-scattered": ("src/internal.h:#CB_COPY_PATH", '__attribute__((section("cb.copy_path")))', "",
-                                  "design.md section 8 (the words every copy reads sit together)", "check_layout"),
-    "copy-path-thread-words-scattered": ("src/internal.h:#CB_TLS_COPY_PATH", ' __attribute__((section(".tdata.cb_copy_path")))', "",
-                                         "design.md section 8 (the words every copy reads sit together)", "check_layout"),
-    "lone-copy-code-scattered": ("src/internal.h:#CB_HOT_CODE", '".text.hot.cb_copy_path"', '".text.cb_copy_path"',
-                                 "design.md section 8 (the lone copy's code and data on few pages)", "check_layout"),
-    "copy-path-page-scattered": ("src/internal.h:#CB_COPY_PATH_PAGE", 'section("cb.copy_path_page"), ', "",
-                                 "design.md section 8 (the lone copy's code and data on few pages)", "check_layout"),
     "kernel-takes-unchecked-memory": ("src/copy.c:kernel_may_in()", "    return cb_kernel_usable && ctx && rq->dcls.kctx == ctx && rq->scls.kctx == ctx &&",
                                       "    return cb_kernel_usable && ctx &&", "kernel eligibility"),
     "ptds-joins-in-the-new-context": ("src/run.c:cb_run_open()", "        if (cb_fence_owner_join(f) != CUDA_SUCCESS)\n            return -1;\n        if (!cb_drv.cuCtxGetCurrent || cb_drv.cuCtxGetCurrent(&f->ctx) != CUDA_SUCCESS || !f->ctx)\n            return -1;",
@@ -288,7 +280,7 @@ MUTANTS = {
 CI_SUBSET = ["capture-ignored", "pageable-deferred", "first-copy-deferred",
              "event-observer-does-not-flush", "no-exit-flush", "net-trampoline-does-not-flush"]
 
-TESTS = ("check_rules", "check_units", "check_hooks_complete", "check_flush_table", "check_layout", "fuzz")
+TESTS = ("check_rules", "check_units", "check_hooks_complete", "check_flush_table", "fuzz")
 
 
 # ---- anchors -----------------------------------------------------------------------
@@ -501,9 +493,6 @@ def run_tests(src, build, which):
                 fails += [f"{t}:{c}" for c in cases] or [t]
         elif t in ("check_hooks_complete", "check_flush_table"):
             if sh(f"sh '{src}/tests/table/{t}.sh' >/dev/null 2>&1", cwd=build, env=e).returncode:
-                fails.append(t)
-        elif t == "check_layout":
-            if sh(f"sh '{src}/tests/package/{t}.sh' >/dev/null 2>&1", cwd=build, env=e).returncode:
                 fails.append(t)
         elif t == "fuzz":
             r = sh(f"sh '{src}/tests/fuzz/run-fuzz.sh' --seeds 1-300 --seconds 20 --save '{build}/fuzz-regressions' 2>&1",
