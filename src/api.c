@@ -1,5 +1,6 @@
 /* api.c - the public functions of include/cubatch.h. */
 #include "engine.h"
+#include "waits.h"
 #include "init.h"
 #include "stats.h"
 #include "cubatch.h"

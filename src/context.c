@@ -15,6 +15,7 @@
  *    succeeds.
  * Every one of them flushes every run first (docs/design.md rule 6). */
 #include "run.h"
+#include "waits.h"
 #include "smwork.h"
 
 CUresult cb_ctx_destroy_before(CUcontext ctx, int destroys, struct cb_ctx_fate *f)

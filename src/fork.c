@@ -7,6 +7,7 @@
  * The table below is the one list of that state, in the one order of its
  * locks.  Each row's file says what its handlers do. */
 #include "run.h"
+#include "waits.h"
 #include "capture.h"
 #include "allocs.h"
 #include "smwork.h"

@@ -9,6 +9,7 @@
  * One wrapper macro per action of actions.def, CB_WRAP_<ACTION>: a row expands
  * to its action's, so an action without one here is a compile error. */
 #include "internal.h"
+#include "waits.h"
 #include "init.h"
 #include "capture.h"
 #include "smwork.h"

@@ -7,6 +7,7 @@
  * final flush runs while the driver and contexts are still alive.  A process
  * that never defers a copy registers nothing. */
 #include "internal.h"
+#include "waits.h"
 
 #include <stdlib.h>
 

@@ -27,6 +27,7 @@
  * process instead (as cubatch_set_enabled(0) does), with a warning: nothing can
  * overtake a run that does not exist. */
 #include "internal.h"
+#include "waits.h"
 #include "stats.h"
 
 #include <dlfcn.h>

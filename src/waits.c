@@ -24,6 +24,7 @@
  * count read without the lock keeps every check to one load while nothing is
  * pending. */
 #include "run.h"
+#include "waits.h"
 #include "capture.h"
 #include "stats.h"
 
