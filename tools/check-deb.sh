@@ -1,10 +1,12 @@
 #!/bin/sh
 # check-deb.sh - build the Debian packages from the tree, check them with
 # lintian, install them with dpkg -i, and run the demo through the INSTALLED
-# launcher against the simulated driver (tools/run-installed-demo.sh); then
-# `man cubatch` must work, and the packages are removed again.  Run as root on
-# Debian 12 (CI: .ci/run), from a configured and built tree (the demo and the
-# simulated driver come from it).
+# launcher against the simulated driver (tools/run-installed-demo.sh), and check
+# that it gives the program the signal dispositions and environment the build
+# tree's launcher does (tools/check-launched-env.sh); then `man cubatch` must
+# work, and the packages are removed again.  Run as root on Debian 12 (CI:
+# .ci/run), from a configured and built tree (the demo and the simulated driver
+# come from it).
 #
 #   tools/check-deb.sh [--keep] [--check]
 #
@@ -86,6 +88,8 @@ deps=$(ldd "$lib" | awk '{print $1}' | grep -v -E '^(linux-vdso|/lib64/ld-linux|
 
 say "the demo through the installed /usr/bin/cubatch"
 CUBATCH_BUILDDIR=$src "$src/tools/run-installed-demo.sh" /usr/bin/cubatch "$lib" || fail=1
+say "what the program gets besides the preload: signals and environment as under the build tree's launcher"
+sh "$src/tools/check-launched-env.sh" --ref "$src/cubatch" --lib "$lib" -- /usr/bin/cubatch || fail=1
 
 say "man cubatch"
 for page in 'cubatch' '7 cubatch' 'cubatch-report'; do

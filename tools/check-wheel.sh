@@ -7,6 +7,9 @@
 #   - the demo runs under the venv's `cubatch` console script, and under
 #     `python -m cubatch`, against the simulated driver, the toolkit's folders off
 #     PATH and LD_LIBRARY_PATH (tools/run-installed-demo.sh): the same launcher;
+#   - under both, the program gets the signal dispositions and the environment
+#     the build tree's launcher gives it, nothing of Python's or the wheel's
+#     (tools/check-launched-env.sh: SIGPIPE not left ignored, no CUBATCH_LIBRARY);
 #   - the module's answers without the preload (loaded() False, flush() a no-op,
 #     stats() and set_enabled() raise NotLoadedError) and with it (loaded(),
 #     stats() as a dict, flush(), set_enabled() or its clear error when the
@@ -76,6 +79,11 @@ CUBATCH_BUILDDIR=$src "$src/tools/run-installed-demo.sh" "$work/venv/bin/cubatch
 printf '#!/bin/sh\nexec "%s" -m cubatch "$@"\n' "$py" >"$work/python-m-cubatch" && chmod +x "$work/python-m-cubatch"
 say "the demo under python -m cubatch"
 CUBATCH_BUILDDIR=$src "$src/tools/run-installed-demo.sh" "$work/python-m-cubatch" "$lib" || fail=1
+say "what the program gets besides the preload, under both: signals and environment as under the build tree's launcher"
+# Python ignores SIGPIPE and SIGXFSZ from its start, and exec keeps that: the
+# console script must undo it, and leave nothing of its own in the environment
+sh "$src/tools/check-launched-env.sh" --ref "$src/cubatch" --lib "$lib" -- "$work/venv/bin/cubatch" || fail=1
+sh "$src/tools/check-launched-env.sh" --ref "$src/cubatch" --lib "$lib" -- "$py" -m cubatch || fail=1
 v=$("$py" -m cubatch --version 2>&1)
 printf '%s\n' "$v" | grep -qx "library: $lib" && ok "python -m cubatch --version: the package's library" || bad "python -m cubatch: $v"
 "$py" -m cubatch --no-such-flag true >/dev/null 2>&1 && rc=0 || rc=$?

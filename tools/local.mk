@@ -68,7 +68,7 @@ EXTRA_DIST += tests/ops/check_report.sh
 
 # Packaging: the Debian packages (tools/check-deb.sh builds, lints, installs and
 # runs them) and the Python wheel (tools/build-wheel.sh, tools/check-wheel.sh).
-EXTRA_DIST += tools/check-deb.sh tools/run-installed-demo.sh \
+EXTRA_DIST += tools/check-deb.sh tools/run-installed-demo.sh tools/check-launched-env.sh \
 	debian/control debian/rules debian/changelog debian/copyright debian/source/format \
 	debian/libcubatch0.install debian/cubatch.install debian/libcubatch-dev.install \
 	debian/not-installed debian/libcubatch0.triggers debian/libcubatch0.lintian-overrides

@@ -6,11 +6,13 @@ DESTDIR=...), with the standard library only.  Called by tools/build-wheel.sh.
                   --check cubatch-check --python SRCDIR/python --version V --out DIR
 
 The wheel holds one package, cubatch/ (the ctypes module, the launcher and the
-library), and its .dist-info; nothing else.  The platform tag is manylinux_2_N
-for the newest GLIBC_2.N symbol version the ELF files need (objdump -T), so it
-says what the files really require (tools/check-wheel.sh compares it with
-auditwheel's).  Entries are sorted, dated SOURCE_DATE_EPOCH (default 1980-01-01),
-with fixed permissions: the same inputs give the same bytes.
+library), and its .dist-info; nothing else.  The launcher is the installed
+one, its installed library made the package's (_lib/, found from the script's
+own path).  The platform tag is manylinux_2_N for the newest GLIBC_2.N symbol
+version the ELF files need (objdump -T), so it says what the files really
+require (tools/check-wheel.sh compares it with auditwheel's).  Entries are
+sorted, dated SOURCE_DATE_EPOCH (default 1980-01-01), with fixed permissions:
+the same inputs give the same bytes.
 """
 import argparse
 import base64
@@ -50,6 +52,16 @@ def main():
     for name, (src, mode) in native.items():
         with open(src, "rb") as f:
             files[name] = (f.read(), mode)
+    # The launcher preloads the package's library, found next to it as the build
+    # tree's is: the console script (cubatch/_launch.py) then sets nothing in the
+    # environment, which the program gets as from the installed launcher.
+    launcher, n = re.subn(rb"(?m)^installed_library='[^'\n]*'$",
+                          b"# the wheel's: the library in the package, _lib/ beside this _bin/ (tools/make-wheel.py)\n"
+                          b"installed_library=$(cd -- \"$(dirname -- \"$0\")/../_lib\" && pwd)/libcubatch.so",
+                          files["cubatch/_bin/cubatch"][0])
+    if n != 1:
+        sys.exit("make-wheel: %s has no line installed_library='...' to point at the package's library" % a.launcher)
+    files["cubatch/_bin/cubatch"] = (launcher, 0o755)
     pkg = os.path.join(a.python, "cubatch")
     for fn in sorted(os.listdir(pkg)):
         if fn.endswith(".py"):

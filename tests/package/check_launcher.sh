@@ -41,6 +41,11 @@ CUBATCH_LIBRARY=/nonexistent/libcubatch.so "$C" /bin/true 2>/dev/null; rc=$?
 [ $rc -eq 42 ] && ok "exit status passed back" || bad "exit status (got $rc)"
 pre=$(LD_PRELOAD=libm.so.6 "$C" -- sh -c 'printf %s "$LD_PRELOAD"')
 [ "$pre" = "$L libm.so.6" ] && ok "existing LD_PRELOAD kept after ours" || bad "LD_PRELOAD became '$pre'"
+# what the program gets besides: its starter's signal dispositions (none left
+# ignored) and environment, nothing of the launcher's own (as the installed
+# launchers must: tools/check-deb.sh, tools/check-wheel.sh)
+sh "$s/tools/check-launched-env.sh" --lib "$L" -- "$C"; rc=$?
+[ $rc -eq 0 ] || [ $rc -eq 77 ] || bad "signals or environment of the launched program (above)"
 flags=$("$C" --max-batch=8 --policy=all --off -- sh -c 'printf "%s %s %s" "$CUBATCH_MAX_BATCH" "$CUBATCH_POLICY" "$CUBATCH_ENABLE"')
 [ "$flags" = "8 all 0" ] && ok "flags become CUBATCH_ variables" || bad "flags gave '$flags'"
 
