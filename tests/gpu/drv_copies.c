@@ -727,7 +727,10 @@ int main(int argc, char **argv)
     const char *seed = getenv("CB_TEST_SEED");
     g_seed = seed && *seed ? strtoull(seed, NULL, 0)
                            : (uint64_t)time(NULL) * 1000003u ^ (uint64_t)getpid();
-    printf("drv_copies: seed %llu\n", (unsigned long long)g_seed);
+    int drv_version = 0;
+    cuDriverGetVersion(&drv_version);
+    printf("drv_copies: seed %llu, cuda.h %d, driver %d\n", (unsigned long long)g_seed, CUDA_VERSION,
+           drv_version);
 
     CUdevice d;
     CK(cuDeviceGet(&d, 0));

@@ -17,4 +17,5 @@ EXTRA_DIST += \
 	tests/gpu/run-probe.sh tests/gpu/capture-campaign.sh \
 	tests/gpu/soak.sh \
 	tests/gpu/torch_soak.py \
-	tests/gpu/two_gpu.py tests/gpu/run-two-gpu.sh
+	tests/gpu/two_gpu.py tests/gpu/run-two-gpu.sh \
+	tests/gpu/campaign-41.sh

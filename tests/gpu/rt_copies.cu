@@ -1,7 +1,9 @@
 // rt_copies: small asynchronous copies through the CUDA runtime, checked.
 //
 // Built three ways (see run-gpu-tests.sh): static cudart (nvcc's default),
-// -cudart shared, and --default-stream per-thread.  The runtime reaches the
+// -cudart shared, and --default-stream per-thread; with CB_CUDART13X also a
+// fourth, linked against a newer libcudart.so.13 (-DCB_EXPECT_CUDART=its
+// CUDART_VERSION: a run where another runtime loaded fails).  The runtime reaches the
 // driver only through cuGetProcAddress, so this is what exercises cubatch's
 // resolver path.
 //
@@ -401,15 +403,35 @@ int main(int argc, char **argv)
     int ndev = 0;
     cudaError_t e = cudaGetDeviceCount(&ndev);
     if (e != cudaSuccess || ndev == 0) {
+#ifdef CB_EXPECT_CUDART
+        // The device node is there: a newer runtime that finds no device is
+        // what is being tested (minor-version compatibility), not a skip.
+        std::fprintf(stderr, "rt_copies: cudaGetDeviceCount: %s, %d devices, with cudart %d\n",
+                     cudaGetErrorName(e), ndev, (int)CB_EXPECT_CUDART);
+        return 1;
+#else
         std::fprintf(stderr, "rt_copies: cudaGetDeviceCount: %s, %d devices: skipped\n",
                      cudaGetErrorName(e), ndev);
         return 77;
+#endif
     }
     const char *seed = std::getenv("CB_TEST_SEED");
     g_seed = seed && *seed ? std::strtoull(seed, nullptr, 0)
                            : (uint64_t)std::time(nullptr) * 1000003u ^ (uint64_t)getpid();
-    std::printf("rt_copies: seed %llu, cudart %d, %s\n", (unsigned long long)g_seed, CUDART_VERSION,
-                kBuild);
+    int rt_version = 0, drv_version = 0;
+    CK(cudaRuntimeGetVersion(&rt_version));
+    CK(cudaDriverGetVersion(&drv_version));
+    std::printf("rt_copies: seed %llu, cudart %d (headers) %d (running), driver %d, %s\n",
+                (unsigned long long)g_seed, CUDART_VERSION, rt_version, drv_version, kBuild);
+#ifdef CB_EXPECT_CUDART
+    // Built against another runtime than the toolkit's (build-gpu-tests.sh,
+    // CB_CUDART13X): that runtime, not one found elsewhere, must be running.
+    if (rt_version != CB_EXPECT_CUDART) {
+        std::fprintf(stderr, "rt_copies: the running cudart is %d, not the %d this was linked against\n",
+                     rt_version, (int)CB_EXPECT_CUDART);
+        return 1;
+    }
+#endif
     CK(cudaSetDevice(0));
 
     int failed = 0;

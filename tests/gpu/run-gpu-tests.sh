@@ -7,8 +7,9 @@
 #                    [--configs "default all"] [--only "drv_copies rt_static ..."]
 #
 #   --bin DIR      use prebuilt programs from DIR (drv_copies, rt_copies_static,
-#                  rt_copies_shared, rt_copies_ptds, rt_capture, capture_legal);
-#                  default: build them
+#                  rt_copies_shared, rt_copies_ptds, rt_capture, capture_legal;
+#                  drv_copies13x and rt_copies_shared13x when built with
+#                  CB_CUDART13X, which are then run too); default: build them
 #   --build DIR    build into DIR and keep it (default: a temporary folder)
 #   --lib PATH     libcubatch.so (default $CB_LIB, else src/.libs/libcubatch.so
 #                  under the current folder, then under the source tree)
@@ -22,7 +23,11 @@
 #
 # Environment: CB_TEST_SEED (same data in every run; random if unset),
 # NVCC, CC, CUDA_HOME, NVCC_GENCODE, PYTHON, CB_GPU_TIMEOUT (s per run, 180),
-# CB_GPU_CONFIGS (default for --configs).
+# CB_GPU_CONFIGS (default for --configs), CB_CUDART13X (build-gpu-tests.sh: also
+# build and run drv_copies13x and rt_shared13x against a newer CUDA 13 runtime),
+# CB_GPU_KEEP_LOGS (a folder: every run's stdout, stderr, CHECK diff and stats
+# are copied there as PROGRAM.CONFIG.{out,err,diff,json}, CONFIG "plain" for the
+# run without cubatch).
 # Exit: 0 all passed, 1 a failure, 77 no GPU (checked before anything is built),
 # 99 setup error (library or compiler missing).
 set -u
@@ -41,7 +46,7 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --configs) configs=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
     *) echo "run-gpu-tests: unknown argument $1" >&2; exit 99 ;;
     esac
 done
@@ -59,7 +64,14 @@ else
 fi || { echo "run-gpu-tests: libcubatch.so not found (build it, or pass --lib / CB_LIB)" >&2; exit 99; }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/cubatch-gpu.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+# shellcheck disable=SC2317  # called from the EXIT trap
+keep_logs() {
+    [ -n "${CB_GPU_KEEP_LOGS:-}" ] || return 0
+    mkdir -p "$CB_GPU_KEEP_LOGS" &&
+        find "$work" -maxdepth 1 -type f \( -name '*.out' -o -name '*.err' -o -name '*.diff' -o -name '*.json' \) \
+            -exec cp {} "$CB_GPU_KEEP_LOGS/" \;
+}
+trap 'keep_logs; rm -rf "$work"' EXIT
 
 # --- build --------------------------------------------------------------------------
 if [ -z "$bin" ]; then
@@ -79,6 +91,9 @@ run_timeout=
 command -v timeout >/dev/null && run_timeout="timeout -k 10 $tmo"
 
 programs="drv_copies rt_static rt_shared rt_ptds rt_capture capture_legal torch torch_capture cupy cuda_core"
+# Built against a newer CUDA 13 runtime (CB_CUDART13X), run beside their twins.
+[ -x "$bin/drv_copies13x" ] && programs=${programs/drv_copies/drv_copies drv_copies13x}
+[ -x "$bin/rt_copies_shared13x" ] && programs=${programs/rt_shared/rt_shared rt_shared13x}
 [ -n "$only" ] && programs=$only
 
 cmd_of() {
@@ -86,6 +101,8 @@ cmd_of() {
     drv_copies) echo "$bin/drv_copies" ;;
     rt_static) echo "$bin/rt_copies_static" ;;
     rt_shared) echo "$bin/rt_copies_shared" ;;
+    rt_shared13x) echo "$bin/rt_copies_shared13x" ;;
+    drv_copies13x) echo "$bin/drv_copies13x" ;;
     rt_ptds) echo "$bin/rt_copies_ptds" ;;
     rt_capture) echo "$bin/rt_capture" ;;
     capture_legal) echo "$bin/capture_legal --check" ;;
@@ -142,6 +159,9 @@ say() { printf '%s\n' "$*" | tee -a "$report"; }
 
 say "# cubatch GPU tests: seed $seed, library $lib"
 say "# $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
+if [ -x "$bin/rt_copies_shared13x" ]; then
+    say "# rt_shared13x: cudart $(cat "$bin/cudart13x.version" 2>/dev/null || echo '?') expected; loads $(ldd "$bin/rt_copies_shared13x" 2>/dev/null | sed -n 's/^[[:space:]]*libcudart\.so\.13 => \([^ ]*\).*/\1/p')"
+fi
 fmt='%-11s %-8s %-6s %-8s %-5s %-9s %-44s %7s %8s %7s %8s\n'
 # shellcheck disable=SC2059
 say "$(printf "$fmt" program config plain preload same batching entry_points copies deferred batches launches)"
