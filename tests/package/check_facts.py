@@ -1,17 +1,29 @@
 #!/usr/bin/env python3
 """check_facts.py SRCDIR - the README, docs/testing.md and the man pages give only
-figures the newest run measured and counts the tree holds (run by
+figures of the run the README names and counts the tree holds (run by
 tests/package/check_readme.sh; reads sources only, so it works in distcheck's tree).
+
+The run of record: README.md names the run its figures come from once, in a line
+of its own that begins "Figures: bench/RESULTS.md, run LABEL" (in its "Measured
+results" section), for example
+    Figures: bench/RESULTS.md, run AO (2026-12-03, driver 580.159.04, ...
+That run's section of bench/RESULTS.md is its "## Run LABEL" heading up to the
+next "## " heading.  The check fails when the README names no run, names one
+more than once, or names a run that has no such section; a date (2026-12-03),
+driver version (580.159.04) or commit (`f7cb955`) given in the line's brackets
+must appear in that section as well.  A newer run appended to bench/RESULTS.md
+changes nothing here: the README moves to it by changing that one line (and the
+figures that then differ).
 
 Figures (README.md and man/*.in): every speed-up (a number or range followed by ×
 or x: 9.33×, 1.69–1.73×), time (µs, us, ns, ms), percentage and instruction count,
-and every bare decimal (an A/A spread, 0.98–1.02) must be a figure of the newest
-run section of bench/RESULTS.md: the "## Run LABEL" heading with the latest label
-(Z < AA < AB < ...), up to the next "## " heading; each number of the figure must
-appear there as written.  A time that is a setting, not a measurement, is allowed
-when it equals an option's default (src/options.def: CUBATCH_FLUSH_US's 20 µs) or a
-#define NAME_NS/_US/_MS constant of src/ (the 200 µs of CB_BUSY_TRUST_NS).
-Numbers inside `code` and fenced blocks are not figures (versions, paths, commands).
+and every bare decimal (an A/A spread, 0.98–1.02) must be a figure of the named
+run's section: each number of the figure must appear there as written (a figure
+an earlier run measured is quoted from the named run's "carried" paragraph).  A
+time that is a setting, not a measurement, is allowed when it equals an option's
+default (src/options.def: CUBATCH_FLUSH_US's 20 µs) or a #define NAME_NS/_US/_MS
+constant of src/ (the 200 µs of CB_BUSY_TRUST_NS).  Numbers inside `code` and
+fenced blocks are not figures (versions, paths, commands).
 
 Counts (README.md, docs/testing.md, man/*.in): each phrase of COUNTS below is
 compared with what its source of truth holds (src/hooks.def, src/hooks.skip,
@@ -26,14 +38,30 @@ def read(p):
     return (top / p).read_text()
 
 
-# ---- the newest run ----------------------------------------------------------------------
+# ---- the run the README names ----------------------------------------------------------------
 results = read("bench/RESULTS.md")
-heads = [(m.start(), m.group(1)) for m in re.finditer(r"(?m)^## Run ([A-Z]+)\b", results)]
-if not heads:
-    sys.exit("check_facts: bench/RESULTS.md has no '## Run LABEL' heading")
-start, newest = max(heads, key=lambda h: (len(h[1]), h[1]))
+readme = read("README.md")
+heads = {m.group(1): m.start() for m in re.finditer(r"(?m)^## Run ([A-Z]+)\b", results)}
+named = list(re.finditer(r"(?m)^Figures: bench/RESULTS\.md, run ([A-Z]+)\b(?:\s*\(([^)]*)\))?", readme))
+if not named:
+    sys.exit("check_facts: README.md names no run: it needs one line beginning "
+             "'Figures: bench/RESULTS.md, run LABEL' (its \"Measured results\" section)")
+if len(named) > 1:
+    sys.exit("check_facts: README.md names its run more than once ("
+             + ", ".join(f"run {m.group(1)}" for m in named) + "): name it once")
+run = named[0].group(1)
+if run not in heads:
+    sys.exit(f"check_facts: README.md names run {run}, but bench/RESULTS.md has no '## Run {run}' heading "
+             f"(its runs: {', '.join(sorted(heads, key=lambda h: (len(h), h))) or 'none'})")
+start = heads[run]
 nxt = re.compile(r"(?m)^#{1,2} ").search(results, start + 3)
 section = results[start:nxt.start() if nxt else len(results)]
+# What the line says of the run (date, driver, commit) must be that run's.
+for m in re.finditer(r"\b(\d{4}-\d{2}-\d{2})\b|\b(\d{3}\.\d+\.\d+)\b|`([0-9a-f]{7,40})`", named[0].group(2) or ""):
+    fact = next(g for g in m.groups() if g)
+    if fact not in section and not (m.group(2) and fact in results[:results.find("\n## ")]):
+        line = readme.count("\n", 0, named[0].start()) + 1
+        fail.append(f"README.md:{line}: names run {run} with {fact!r}, which its section of bench/RESULTS.md does not give")
 
 
 def measured(num):
@@ -93,7 +121,7 @@ def check_figures(name, text):
             if missing:
                 line = text.count("\n", 0, m.start()) + 1
                 fail.append(f"{name}:{line}: {kind} {m.group(0).strip()!r}: "
-                            f"{', '.join(missing)} is not a figure of the newest run (Run {newest}) of bench/RESULTS.md")
+                            f"{', '.join(missing)} is not a figure of run {run} (the run README.md names) of bench/RESULTS.md")
 
 
 # ---- counts and their sources of truth ------------------------------------------------------
@@ -161,7 +189,6 @@ def check_counts(name, text):
                             f"but there are {'/'.join(map(str, truth))} ({what})")
 
 
-readme = read("README.md")
 check_figures("README.md", prose(readme))
 check_counts("README.md", prose(readme))
 check_counts("docs/testing.md", prose(read("docs/testing.md")))
@@ -173,5 +200,6 @@ for page in sorted((top / "man").glob("*.in")):
 for line in fail:
     print("check_facts: " + line)
 if not fail:
-    print(f"check_facts: ok: the figures of README.md and man/ are Run {newest}'s, their counts the tree's")
+    print(f"check_facts: ok: the figures of README.md and man/ are run {run}'s (the run README.md names), "
+          "their counts the tree's")
 sys.exit(1 if fail else 0)

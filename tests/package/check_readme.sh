@@ -3,7 +3,8 @@
 # lines (the rest is in docs/), every path it names exists (a built tool by its
 # source), and (tests/package/check_facts.py) every measured figure it and the
 # man pages give (speed-ups, times, percentages, A/A spreads) is one of the
-# newest run of bench/RESULTS.md, every count it, docs/testing.md and the man
+# run of bench/RESULTS.md that the README names once ("Figures:
+# bench/RESULTS.md, run LABEL"), every count it, docs/testing.md and the man
 # pages name (functions wrapped and skipped, options, counters, tests,
 # mutants...) the count of its source.  Sources only: it runs in distcheck's tree.
 srcdir=${top_srcdir:-.}
