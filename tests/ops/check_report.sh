@@ -82,6 +82,17 @@ j = json.load(sys.stdin)
 assert j["processes"] == 4 and len(j["never_batched"]) == 2 and len(j["hosts"]) == 1, j' &&
     ok "--json" || bad "--json: $js"
 
+# functions no table names (the net, design notes rule 17), summed over processes
+for pid in 11 12; do
+    printf '{"cubatch":"0","pid":%s,"host":"h","batching":true,"reason":"r","counters":{"copies":1},' "$pid"
+    printf '"unknown_functions":{"cuFutureA":%s,"cuFutureB":1}}\n' "$pid"
+done >"$d/net.11.json"
+sed -n 2p "$d/net.11.json" >"$d/net.12.json" && sed -i 1q "$d/net.11.json"
+out=$("$R" "$d/net.11.json" "$d/net.12.json" 2>&1)
+printf '%s\n' "$out" | grep -q '^  cuFutureA  *23$' && printf '%s\n' "$out" | grep -q '^  cuFutureB  *2$' &&
+    "$R" --json "$d/net.11.json" "$d/net.12.json" | grep -q '"cuFutureA": 23' &&
+    ok "calls of unknown driver functions summed (text and --json)" || bad "unknown functions: $out"
+
 echo 'cubatch 0.2.0 report (pid 1): batching on' >"$d/text.txt"
 out=$("$R" "$d/text.txt" 2>&1); rc=$?
 [ $rc -eq 1 ] && printf '%s\n' "$out" | grep -q 'is not JSON' && ok "a text report: clear error, exit 1" || bad "text report (exit $rc): $out"
