@@ -5,6 +5,7 @@
  * deferred copy joins its stream's run; any other is issued at once, unchanged,
  * after whatever it must follow. */
 #include "run.h"
+#include "flush.h"
 #include "waits.h"
 #include "smwork.h"
 #include "capture.h"

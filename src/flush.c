@@ -4,6 +4,7 @@
  * per-thread stream exiting (rule 4).  Which wrapper asks for which is the ACTION
  * column of hooks.def; the decision to flush on the copy path is copy.c's. */
 #include "run.h"
+#include "flush.h"
 #include "capture.h"
 #include "stats.h"
 #include "nvtx.h"

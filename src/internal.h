@@ -3,12 +3,14 @@
  *
  *   interception   hooks.c resolve.c api.c  ->  init.c  ->  net.c
  *   decision       copy.c context.c  ->  classify.c policy.c
- *   flushing       life.c marker.c  ->  waits.c  ->  timer.c  ->  flush.c
+ *   flushing       life.c marker.c  ->  fork.c  ->  waits.c  ->  timer.c  ->  look.c  ->  flush.c
  *   runs           run.c  ->  hazard.c event.c
- *   engines        engine.c  ->  engine_batch.c engine_loop.c engine_kernel.c  ->  choose.c smwork.c ptds.c
- *   base           stats.c  ->  config.c  ->  capture.c driver.c allocs.c  ->  log.c clock.c tblock.c
+ *   engines        engine.c  ->  engine_batch.c engine_loop.c engine_kernel.c  ->  choose.c smwork.c ptds.c nvtx.c
+ *   base           report.c  ->  stats.c  ->  config.c  ->  capture.c driver.c allocs.c batching.c stream.c fifo.c suggest.c
+ *                  ->  log.c clock.c tblock.c futex.c
  *
- * A file calls only files of its own group below it and groups below its own.
+ * A file calls only files of its own group below it and groups below its own
+ * (tests/package/check_layers.py checks it: calls, reads and includes).
  * Everything here has hidden visibility; only the wrappers of hooks.def, dlsym,
  * the cubatch_* API and the launcher's option check are exported. */
 #ifndef CUBATCH_INTERNAL_H
@@ -307,14 +309,10 @@ CUresult cb_flush_capture_begin(CUstream s, int ptsz_entry);
 CUresult cb_issue_ahead_of_run(const struct cb_copy_req *rq);
 void cb_forget_stream(CUstream s); /* destroyed: flush what slipped in, drop its run */
 void cb_flush_exit(void);          /* at exit: final flush, later copies pass through */
-/* ... after which nothing is deferred (read on the copy path: inline) */
-extern atomic_int cb_flush_closed_flag;
-static inline int cb_flush_closed(void) { return atomic_load_explicit(&cb_flush_closed_flag, memory_order_acquire); }
 /* cubatch_set_enabled(): 0 submits every run, and nothing is deferred until 1
  * again; returns the first error of that flush. */
 CUresult cb_flush_set_enabled(int on);
-extern atomic_int cb_flush_paused_flag;
-static inline int cb_flush_paused(void) { return atomic_load_explicit(&cb_flush_paused_flag, memory_order_acquire); }
+/* Whether the final flush or cubatch_set_enabled(0) stopped deferral: flush.h. */
 void cb_flush_thread_gone(void);   /* a per-thread-stream owner exits */
 void cb_flush_before_fork(void);   /* fork.c's prepare handler: every run goes out */
 

@@ -28,6 +28,7 @@
  * copies), events cubatch did not see created, and events of another context
  * than the stream's (the driver refuses those: it must say so at the call). */
 #include "run.h"
+#include "flush.h"
 #include "waits.h"
 #include "capture.h"
 #include "ptds.h"

@@ -24,10 +24,14 @@ bench_dl_threads_LDADD = -ldl -lpthread
 TESTS += tests/package/check_design_refs.sh
 EXTRA_DIST += tests/package/check_design_refs.sh docs/design.md docs/guide.md docs/testing.md docs/contributing.md
 
-# The README names only paths of the tree, figures of the newest run of
-# bench/RESULTS.md and counts of the tree (with the man pages and docs/testing.md).
+# The README names only paths of the tree, figures of the run of bench/RESULTS.md
+# it names and counts of the tree (with the man pages and docs/testing.md).
 TESTS += tests/package/check_readme.sh
 EXTRA_DIST += tests/package/check_readme.sh tests/package/check_facts.py
+
+# The files of src/ call, read and include only downward (src/internal.h's list).
+TESTS += tests/package/check_layers.sh
+EXTRA_DIST += tests/package/check_layers.sh tests/package/check_layers.py
 
 # Every mutant of tools/mutants.py still finds the text it breaks.
 TESTS += tests/package/check_mutants.sh
