@@ -95,6 +95,48 @@ static inline void cb_segment_fold(struct cb_segment *sg)
 void cb_segment_end(struct cb_segment *sg, CUstream stream);
 /* The stream's copies keep the fixed rules: no segment is open. */
 static inline void cb_segment_none(struct cb_segment *sg) { sg->open = 0; }
+
+/* The copy path's view of the segment (copy.c reads and writes no field of
+ * it).  A choice covers the stream's copies now. */
+static inline int cb_segment_open(const struct cb_segment *sg) { return sg->open; }
+/* Settle, before the verdict (the run's lock held): 1 when the open segment
+ * passes its copies through (PASS) and has room for one more, its spells'
+ * copies folded in first; a full one ends here (all issued: the stream's next
+ * choice follows); 0 otherwise, changing nothing. */
+static inline int cb_segment_settle_pass(struct cb_segment *sg, CUstream stream)
+{
+    if (CB_LIKELY(sg->arm != CB_ARM_PASS || !sg->open))
+        return 0;
+    cb_segment_fold(sg);
+    if (sg->copies < sg->limit)
+        return 1;
+    cb_segment_end(sg, stream);
+    return 0;
+}
+/* Act: this copy passes through as the PASS segment's (the open one, or one
+ * just chosen): counted, with its host allocation.  Returns the spell: how
+ * many of the stream's next copies may pass by it without the run's lock (0:
+ * none; a timed segment counts each copy under the lock). */
+static inline unsigned cb_segment_pass_copy(struct cb_segment *sg, uintptr_t host_alloc)
+{
+    cb_segment_copy(sg, host_alloc);
+    return sg->slot ? 0 : sg->limit - sg->copies;
+}
+/* Act: a deferred copy joins its run: counted in the open segment, if any. */
+static inline void cb_segment_join(struct cb_segment *sg, uintptr_t host_alloc)
+{
+    if (sg->open)
+        cb_segment_copy(sg, host_alloc);
+}
+#ifdef CB_DEBUG
+/* cb_segment_settle_pass's answer without its side effects (the debug build's
+ * check of a pass spell, copy.c). */
+static inline int cb_segment_room_peek(const struct cb_segment *sg)
+{
+    uint64_t v = atomic_load_explicit(&sg->spelled, memory_order_relaxed);
+    return sg->arm == CB_ARM_PASS && sg->open && sg->copies + (unsigned)v < sg->limit;
+}
+#endif
 /* Forget what was measured in ctx (it goes away). */
 void cb_choose_forget_context(CUcontext ctx);
 /* The report's table: one line per class with a measurement, into buf. */

@@ -60,8 +60,6 @@ static int policy_defers(enum cb_direction d, size_t bytes)
     return bytes <= cb_policy_top[d] && cb_policy_defer(d, bytes);
 }
 
-/* ---- the pace of a stream ------------------------------------------------------ */
-
 /* ---- deferring ------------------------------------------------------------------ */
 
 /* May the copy kernel execute this copy on a stream of context ctx?  Both
@@ -110,16 +108,32 @@ static uintptr_t host_alloc(const struct cb_copy_req *rq)
     return rq->scls.kind == CB_MEM_HOST ? rq->scls.end : rq->dcls.kind == CB_MEM_HOST ? rq->dcls.end : 0;
 }
 
+/* Device memory must belong to the stream's device (peer copies pass). */
+static int other_device(const struct cb_copy_req *rq, const struct cb_run *run)
+{
+    return (rq->dcls.kind == CB_MEM_DEVICE && rq->dcls.device != run->facts.device) ||
+           (rq->scls.kind == CB_MEM_DEVICE && rq->scls.device != run->facts.device);
+}
+
+/* Is a segment of copies in direction d on the run's stream given to the
+ * measured choice (choose.c)?  Host memory copies on a created stream, when
+ * measuring is on.  The rest keep the fixed rules. */
+static int measured(const struct cb_run *run, enum cb_direction d)
+{
+    const struct cb_stream_facts *f = &run->facts;
+    return cb_choose_enabled() && !f->legacy && !f->ptds && (d == CB_D_H2D || d == CB_D_D2H);
+}
+
 /* A segment of the stream's copies begins with this one (the run empty, its
  * stream learned): what the measured choice gives it to (choose.c).  Host
  * memory copies on a created stream are measured whenever the copy kernel may
  * not take them: another stream may be filling the GPU (rule 12), or the copy
- * is outside the kernel's reach.  The rest keep the fixed rules. */
+ * is outside the kernel's reach. */
 static enum cb_arm choose(const struct cb_copy_req *rq, struct cb_run *run)
 {
     struct cb_stream_facts *f = &run->facts;
     enum cb_direction d = direction(rq->dcls.kind, rq->scls.kind);
-    if (!cb_choose_enabled() || f->legacy || f->ptds || (d != CB_D_H2D && d != CB_D_D2H)) {
+    if (!measured(run, d)) {
         cb_segment_none(&run->seg);
         return CB_ARM_STATIC;
     }
@@ -142,7 +156,7 @@ static int legacy_deferrable(void)
 
 /* Each legacy stream is its context's: its run is keyed by the current one,
  * asked only when a run is looked up (a lone copy passes on its thread's note
- * without it: defer()).  0: the thread has no current context. */
+ * without it: copy_first).  0: the thread has no current context. */
 static int legacy_ctx(struct cb_copy_req *rq)
 {
     return rq->ctx || (cb_drv.cuCtxGetCurrent(&rq->ctx) == CUDA_SUCCESS && rq->ctx);
@@ -168,140 +182,220 @@ static int legacy_run_raced_a_capture(struct cb_run *run)
     return 1;
 }
 
-/* Rules 2, 3 (stream), 5 (hazards) and the pace, then the copy joins the run.
- * The first copy of a burst (the stream's first since a call named it, or since
- * the timer found it quiet) goes out at once instead: an isolated copy costs
- * nothing more than without cubatch, and the GPU starts on a burst at once.
- * Returns 1 (deferred; *rc: an earlier error to report now, if any) or 0 (the
- * caller issues the copy: its stream's run went first; *rc: that flush's
- * error). */
-static int defer(struct cb_copy_req *rq, CUresult *rc)
+/* ---- deferring: settle, verdict, act ------------------------------------------------ */
+
+/* The rules that pass a copy through instead of deferring it (docs/design.md
+ * rules 2, 3, 8, 12, 13 and the pace), in the order they are asked: the verdict
+ * is the first that holds, counted under its reason (a reason may close more
+ * than one rule); a copy none passes is deferred.  This list is the order:
+ * settle learns the rules' facts in it (checked in the debug build). */
+#define CB_COPY_RULES(X)                                                                                        \
+    X(reentered, pass_query)     /* this thread holds a run lock: a submission's driver call came back */     \
+    X(spell_chosen, pass_chosen) /* this thread's pass spell (run.h), of the measured choice's segment ... */ \
+    X(spell_busy, pass_busy)     /* ... or of a busy GPU's verdict (rule 12) */                              \
+    X(no_context, pass_legacy)   /* the legacy stream, no current context: the driver says what it says */    \
+    X(no_run, pass_nomem)        /* no run for the stream (out of memory) */                                 \
+    X(off, pass_disabled)        /* exit's final flush came, or batching was switched off meanwhile */        \
+    X(slow, pass_slow)           /* the stream's copies come too slowly to batch (the pace, run.h) */         \
+    X(first, pass_first)         /* rule 8: the first copy of a burst goes out at once */                     \
+    X(segment, pass_chosen)      /* the measured choice passes the open segment, which has room for it */    \
+    X(unopened, pass_query)      /* the run opens with it, and its stream's facts could not be learned */    \
+    X(capturing, pass_capture)   /* rule 2: the stream captures; captured as before, never batched */        \
+    X(foreign, pass_foreign)     /* device memory of another device than the stream's (peer copies) */       \
+    X(chosen, pass_chosen)       /* a new segment begins with it, and the measured choice passes it */       \
+    X(busy, pass_busy)           /* rule 12: an upload while another stream may fill the GPU */               \
+    X(no_kernel, pass_legacy)    /* rule 3: the legacy stream, and the copy kernel may not take it */         \
+    X(unqueued, pass_nomem)      /* queueing it failed (out of memory): learned by act_defer */               \
+    X(taken_back, pass_capture)  /* rule 13: a legacy copy raced a capture's begin, taken back: act_defer */
+enum copy_rule {
+#define CB_RULE_ENUM(name, reason) R_##name,
+    CB_COPY_RULES(CB_RULE_ENUM)
+#undef CB_RULE_ENUM
+    R_NONE /* none holds: the copy is deferred */
+};
+
+/* What the verdict is decided from: the rule found to hold (R_NONE: none so
+ * far), and the stream's run, locked once found. */
+struct copy_facts {
+    enum copy_rule rule;
+    struct cb_run *run; /* NULL: none (yet) */
+    int opened;         /* the run was empty: the copy opens it (not a rule: act_defer's) */
+#ifdef CB_DEBUG
+    int asked; /* the rules learned so far: the list's order is settle's */
+#endif
+};
+
+/* Learn rule r: if pred holds, the verdict is decided and the function
+ * learning it returns, so that nothing after it is learned.  Learning a fact
+ * may have side effects (a clock read, a burst's note, a driver query, a new
+ * choice, a flush between two rules): each happens exactly when every rule
+ * before it failed, as it did when the copy path was one function. */
+#define LEARN(f, r, pred)                                  \
+    do {                                                   \
+        CB_IF_DEBUG(CB_ASSERT((f)->asked <= R_##r);        \
+                    (f)->asked = R_##r + 1;)               \
+        if (pred) {                                        \
+            (f)->rule = R_##r;                             \
+            return;                                        \
+        }                                                  \
+    } while (0)
+
+/* The verdict: the counter of the first rule that holds, or CB_ST_deferred.
+ * It reads nothing but the facts, and changes nothing. */
+static inline enum cb_stat_id verdict(const struct copy_facts *f)
+{
+    static const unsigned char reason[R_NONE + 1] = {
+#define CB_RULE_REASON(name, why) [R_##name] = CB_ST_##why,
+        CB_COPY_RULES(CB_RULE_REASON)
+#undef CB_RULE_REASON
+        [R_NONE] = CB_ST_deferred};
+    return (enum cb_stat_id)reason[f->rule];
+}
+_Static_assert(CB_STAT_COUNT <= 256, "a counter id fits the verdict's table");
+
+#ifdef CB_DEBUG
+/* The debug build's check of the shortcuts: the verdict as the locked path
+ * would find it now, from rule `off` on, learned without a side effect (the
+ * run's lock held).  Past `segment` it needs the classified copy (rq; NULL:
+ * not classified) and a run whose next steps change nothing (empty, its
+ * stream's facts known, no choice to make): else R_NONE is left with
+ * f->asked = -1, unknown. */
+static void peek_run(const struct cb_copy_req *rq, struct cb_run *run, struct copy_facts *f)
+{
+    LEARN(f, off, cb_flush_closed() || cb_flush_paused());
+    LEARN(f, slow, cb_run_slow_peek(run));
+    LEARN(f, first, run->q.n == 0 && !cb_run_in_burst_peek(run));
+    LEARN(f, segment, cb_segment_room_peek(&run->seg));
+    if (!rq || run->q.n > 0 || !run->facts.known || cb_captures_active() ||
+        (!cb_segment_open(&run->seg) && measured(run, direction(rq->dcls.kind, rq->scls.kind)))) {
+        f->asked = -1;
+        return;
+    }
+    LEARN(f, foreign, other_device(rq, run));
+    LEARN(f, busy, run->q.arm == CB_ARM_STATIC && run->facts.sm_busy && upload(rq) && kernel_may(rq, run));
+    LEARN(f, no_kernel, run->facts.legacy && !kernel_may(rq, run));
+}
+
+/* ... as a counter; CB_STAT_COUNT: unknown. */
+static enum cb_stat_id peek(const struct cb_copy_req *rq, struct cb_run *run)
+{
+    struct copy_facts f = {.rule = R_NONE, .run = run, .asked = R_off};
+    peek_run(rq, run, &f);
+    return f.asked < 0 ? CB_STAT_COUNT : verdict(&f);
+}
+#endif
+
+/* This thread's pass spell on the stream (run.h), a cache of the verdict: a
+ * copy the measured choice's PASS segment (rule `segment`) or the load's
+ * verdict (rule `busy`) passed through noted that the stream's next copies
+ * from this thread would pass by the same rule, so they pass without the
+ * run's lock.  It is invalid once the run holds anything (its `holds`), a run
+ * was removed (a reused handle), a legacy run waits (rule 3), the segment or
+ * the verdict's answers are used up, or a call on this thread named the
+ * stream: cb_run_spell_here checks each.  A call on another thread that ends
+ * the burst (a context-wide flush) is not seen: the copies it still passes
+ * would have passed as a new burst's first.  The debug build asks the verdict
+ * under the lock too (its rules after the spell's, as the copy would find them
+ * without it), and checks they agree, that case aside. */
+static int spelled(struct cb_copy_req *rq, const struct cb_run_key *key)
+{
+#ifdef CB_DEBUG
+    struct cb_run *run = cb_run_lock_key(key, 0, NULL);
+    enum cb_stat_id expect = run ? peek(rq, run) : CB_STAT_COUNT;
+#endif
+    int why = cb_run_spell_here(key, host_alloc(rq), upload_tag(rq));
+#ifdef CB_DEBUG
+    CB_ASSERT(!why || why == CB_ST_pass_chosen || why == CB_ST_pass_busy);
+    if (run) {
+        CB_ASSERT(!why || expect == CB_STAT_COUNT || (int)expect == why || expect == CB_ST_pass_first);
+        cb_run_unlock(run);
+    }
+#endif
+    return why;
+}
+
+/* Settle, before the run: a call that re-entered, this thread's spell, the
+ * legacy stream's context, whatever rule 3 orders the copy after (other
+ * streams' runs, flushed before this one's lock is taken: run.c), then the
+ * stream's run, locked. */
+static void settle_stream(struct cb_copy_req *rq, struct copy_facts *f, CUresult *rc)
 {
     struct cb_run_key key = cb_run_key_of(rq->stream, rq->sk, rq->ctx);
-    enum cb_stat_id why = CB_ST_pass_nomem;
-    int opened = 0, created;
-    unsigned spell = 0; /* the stream's next copies that may pass by this one's spell */
-    *rc = CUDA_SUCCESS;
-    if (cb_runs_locked_here()) { /* re-entered from a submission: just pass through */
-        CB_COUNT(pass_query);
-        return 0;
-    }
-    /* the stream's copies pass through for now (the measured choice, or the
-     * load): this one too, decided from this thread's spell, without the run */
+    int created;
+    LEARN(f, reentered, cb_runs_locked_here());
     if (CB_UNLIKELY(cb_run_spells_here()) && rq->sk == CB_SK_CREATED && !cb_flush_closed() && !cb_flush_paused()) {
-        int spelled = cb_run_spell_here(&key, host_alloc(rq), upload_tag(rq));
-        if (spelled) {
-            cb_bump(&cb_stats_thread()->v[spelled], 1);
-            CB_COUNT(pass_spelled);
-            return 0;
-        }
+        int why = spelled(rq, &key);
+        LEARN(f, spell_chosen, why == CB_ST_pass_chosen);
+        LEARN(f, spell_busy, why == CB_ST_pass_busy);
     }
     if (rq->sk == CB_SK_LEGACY) {
-        if (!legacy_ctx(rq)) { /* no current context: the driver says what it says */
-            CB_COUNT(pass_legacy);
-            *rc = cb_flush_legacy(); /* rule 3 */
-            return 0;
-        }
+        LEARN(f, no_context, !legacy_ctx(rq));
         key = cb_run_key_of(rq->stream, rq->sk, rq->ctx);
     }
-    /* Whatever happens to this copy, it follows what rule 3 orders it after:
-     * other streams' runs, flushed before this one's lock is taken (run.c). */
     if (CB_UNLIKELY(cb_runs_cross_pending(rq->sk)))
         *rc = cb_flush_cross(rq->stream, rq->sk);
-    struct cb_run *run = cb_run_lock_key(&key, 1, &created);
-    if (!run) {
-        cb_bump(&cb_stats_thread()->v[why], 1);
-        return 0;
-    }
-    if (created && run->facts.ptds)
+    f->run = cb_run_lock_key(&key, 1, &created);
+    LEARN(f, no_run, !f->run);
+    if (created && f->run->facts.ptds)
         cb_life_watch_thread();
-    if (CB_UNLIKELY(run->pending != CUDA_SUCCESS) && *rc == CUDA_SUCCESS) {
-        /* a flush nobody waited for kept its error (flush.c): this copy is the
-         * stream's next call (one error a call: with the cross flush's, it
-         * waits for the next; set_active follows on every path below) */
+}
+
+/* The per-thread stream's run holds copies of the context that was current:
+ * has the thread switched since?  (A legacy run is keyed by the context.) */
+static int switched_context(const struct cb_run *run)
+{
+    CUcontext cur = NULL;
+    return cb_drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != run->facts.ctx;
+}
+
+/* Settle, the run locked: the error a flush nobody waited for kept (flush.c:
+ * this copy is the stream's next call; one error a call: with the cross
+ * flush's, it waits for the next), a chunk due (rule 7), then the rules, with
+ * what must happen between them: a full PASS segment ends (a new choice
+ * follows), a run this copy overlaps (rule 5) or a per-thread run of another
+ * context goes out, an empty run learns its stream (rule 2), a new segment is
+ * chosen, the load asked (rule 12), the kernel's reach (rq->kernel_ok). */
+static void settle_run(struct cb_copy_req *rq, struct copy_facts *f, CUresult *rc)
+{
+    struct cb_run *run = f->run;
+    if (CB_UNLIKELY(run->pending != CUDA_SUCCESS) && *rc == CUDA_SUCCESS)
         *rc = cb_run_take_pending(run);
-    }
     if (run->feed.chunk_due && run->q.n > 0) {
         *rc = cb_first_error(*rc, cb_flush_run(run, CB_WHY_flush_full));
         cb_run_chunk_sent(run);
     }
-    if (cb_flush_closed() || cb_flush_paused()) {
-        why = CB_ST_pass_disabled;
-        goto pass;
-    }
-    if (run->pace.slow && cb_run_still_slow(run)) {
-        why = CB_ST_pass_slow; /* issued now, after whatever the run holds (pass:) */
-        goto pass;
-    }
-    if (run->q.n == 0 && !cb_run_in_burst(run)) {
-        cb_run_burst_begins(run);
-        why = CB_ST_pass_first;
-        goto pass;
-    }
-    struct cb_segment *sg = &run->seg;
-    if (sg->arm == CB_ARM_PASS && sg->open) {
-        /* the measured choice passes this segment's copies through */
-        cb_segment_fold(sg);
-        if (sg->copies < sg->limit) {
-            cb_segment_copy(sg, host_alloc(rq));
-            spell = sg->slot ? 0 : sg->limit - sg->copies; /* a timed segment counts each copy */
-            why = CB_ST_pass_chosen;
-            goto pass;
-        }
-        cb_segment_end(sg, run->facts.stream); /* all issued: a new choice below */
-    }
+    LEARN(f, off, cb_flush_closed() || cb_flush_paused());
+    LEARN(f, slow, run->pace.slow && cb_run_still_slow(run));
+    LEARN(f, first, run->q.n == 0 && !cb_run_in_burst(run));
+    LEARN(f, segment, cb_segment_settle_pass(&run->seg, run->facts.stream));
     if (run->q.n > 0 && cb_run_hazard(run, rq))
         *rc = cb_first_error(*rc, cb_flush_run(run, CB_WHY_flush_hazard));
-    if (run->q.n > 0 && run->facts.ptds) { /* (a legacy run is keyed by the current context) */
-        CUcontext cur = NULL;
-        if (cb_drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != run->facts.ctx)
-            *rc = cb_first_error(*rc, cb_flush_run(run, CB_WHY_flush_stream)); /* the thread switched context */
+    if (run->q.n > 0 && run->facts.ptds && switched_context(run))
+        *rc = cb_first_error(*rc, cb_flush_run(run, CB_WHY_flush_stream));
+    f->opened = run->q.n == 0;
+    if (f->opened) {
+        LEARN(f, unopened, cb_run_open(run, rq->stream));
+        LEARN(f, capturing, run->facts.capturing);
     }
-    if (run->q.n == 0) {
-        if (cb_run_open(run, rq->stream)) {
-            why = CB_ST_pass_query;
-            goto pass;
-        }
-        if (run->facts.capturing) {
-            why = CB_ST_pass_capture; /* rule 2: captured as before, never batched */
-            goto pass;
-        }
-        opened = 1;
-    }
-    /* Device memory must belong to the stream's device (peer copies pass). */
-    if ((rq->dcls.kind == CB_MEM_DEVICE && rq->dcls.device != run->facts.device) ||
-        (rq->scls.kind == CB_MEM_DEVICE && rq->scls.device != run->facts.device)) {
-        why = CB_ST_pass_foreign;
-        goto pass;
-    }
-    if (run->q.n == 0 && !sg->open && choose(rq, run) == CB_ARM_PASS) {
-        cb_segment_copy(sg, host_alloc(rq));
-        spell = sg->slot ? 0 : sg->limit - sg->copies;
-        why = CB_ST_pass_chosen;
-        goto pass;
-    }
-    if (run->q.arm == CB_ARM_STATIC && busy_upload(rq, run)) {
-        /* the verdict's remaining answers go to the spell: the copy after it asks again */
-        spell = run->q.n == 0 ? cb_smwork_busy_claim(&run->facts) : 0;
-        why = CB_ST_pass_busy;
-        goto pass;
-    }
+    LEARN(f, foreign, other_device(rq, run));
+    LEARN(f, chosen, run->q.n == 0 && !cb_segment_open(&run->seg) && choose(rq, run) == CB_ARM_PASS);
+    LEARN(f, busy, run->q.arm == CB_ARM_STATIC && busy_upload(rq, run));
     rq->kernel_ok = kernel_may(rq, run);
-    if (run->facts.legacy && !rq->kernel_ok) {
-        why = CB_ST_pass_legacy; /* only the copy kernel may run on the legacy stream */
-        goto pass;
-    }
-    if (opened)
+    LEARN(f, no_kernel, run->facts.legacy && !rq->kernel_ok);
+}
+
+/* Act on a verdict to defer: the copy joins the run.  Queueing may still fail,
+ * and a legacy copy may have raced a capture's begin: the list's last two
+ * rules, which only trying can learn. */
+static void act_defer(struct cb_copy_req *rq, struct copy_facts *f, CUresult *rc)
+{
+    struct cb_run *run = f->run;
+    if (f->opened)
         cb_run_opened(run); /* it joins: from here on the run has an age */
-    if (cb_run_append(run, rq))
-        goto pass;
-    if (CB_UNLIKELY(run->facts.legacy) && legacy_run_raced_a_capture(run)) {
-        why = CB_ST_pass_capture; /* taken back: issued now, as it came */
-        goto pass;
-    }
-    if (sg->open)
-        cb_segment_copy(sg, host_alloc(rq));
-    if (opened)
+    LEARN(f, unqueued, cb_run_append(run, rq));
+    LEARN(f, taken_back, CB_UNLIKELY(run->facts.legacy) && legacy_run_raced_a_capture(run));
+    cb_segment_join(&run->seg, host_alloc(rq));
+    if (f->opened)
         cb_timer_arm(run->looks.look_ns);
     /* pipelining: a run that reached its chunk size goes out now, the GPU
      * copies it while the program issues the next; one that holds event
@@ -314,14 +408,32 @@ static int defer(struct cb_copy_req *rq, CUresult *rc)
     cb_run_set_queued(run);
     cb_run_unlock(run);
     cb_life_arm();
-    return 1;
+}
 
-pass:
-    /* The copy passes through; whatever is queued on its stream goes first.
-     * An empty per-thread run may still hold the join of a side submission
-     * (another thread's flush, the timer's): the owner's stream waits for it
-     * before this copy, as before any other call naming the stream (rule 4),
-     * or the copy could run before side-submitted copies it follows. */
+/* Act on a verdict to pass: what the rule that held starts (a burst, a
+ * segment's copy, a spell), then the copy passes through and whatever is
+ * queued on its stream goes first.  An empty per-thread run may still hold the
+ * join of a side submission (another thread's flush, the timer's): the owner's
+ * stream waits for it before this copy, as before any other call naming the
+ * stream (rule 4), or the copy could run before side-submitted copies it
+ * follows.  Rules decided before the run: nothing of it to do. */
+static void act_pass(struct cb_copy_req *rq, const struct copy_facts *f, enum cb_stat_id why, CUresult *rc)
+{
+    struct cb_run *run = f->run;
+    unsigned spell = 0; /* the stream's next copies that may pass by this one's spell */
+    if (f->rule == R_spell_chosen || f->rule == R_spell_busy)
+        CB_COUNT(pass_spelled);
+    else if (f->rule == R_no_context)
+        *rc = cb_flush_legacy(); /* rule 3 */
+    cb_bump(&cb_stats_thread()->v[why], 1);
+    if (!run)
+        return;
+    if (f->rule == R_first)
+        cb_run_burst_begins(run);
+    else if (f->rule == R_segment || f->rule == R_chosen)
+        spell = cb_segment_pass_copy(&run->seg, host_alloc(rq));
+    else if (f->rule == R_busy) /* the verdict's remaining answers go to the spell: the copy after it asks again */
+        spell = run->q.n == 0 ? cb_smwork_busy_claim(&run->facts) : 0;
     if (run->q.n > 0 || run->facts.fence.ev_join)
         *rc = cb_first_error(*rc, cb_flush_run(run, CB_WHY_flush_passthrough));
     else if (run->facts.ptds && run->facts.fence.ev_start)
@@ -329,8 +441,28 @@ pass:
     cb_run_set_active(run);
     if (spell)
         cb_run_spell_begin(run, spell, why, why == CB_ST_pass_chosen, host_alloc(rq), upload_tag(rq));
-    cb_bump(&cb_stats_thread()->v[why], 1);
     cb_run_unlock(run);
+}
+
+/* Rules 2, 3 (stream), 5 (hazards), 8, 12, 13 and the pace: settle, verdict,
+ * act.  Returns 1 (deferred; *rc: an earlier error to report now, if any) or 0
+ * (the caller issues the copy: its stream's run went first; *rc: that flush's
+ * error). */
+static int defer(struct cb_copy_req *rq, CUresult *rc)
+{
+    struct copy_facts f = {.rule = R_NONE, .run = NULL};
+    *rc = CUDA_SUCCESS;
+    settle_stream(rq, &f, rc);
+    if (f.rule == R_NONE)
+        settle_run(rq, &f, rc);
+    enum cb_stat_id why = verdict(&f);
+    if (why == CB_ST_deferred) {
+        act_defer(rq, &f, rc);
+        why = verdict(&f);
+        if (why == CB_ST_deferred)
+            return 1;
+    }
+    act_pass(rq, &f, why, rc);
     return 0;
 }
 
@@ -361,6 +493,31 @@ static __attribute__((noinline)) CUresult issue_unbatched(unsigned entry, CUdevi
     cb_bump(&t->v[CB_ST_copies_unknown], 1);
     CUresult fe = cb_flush_stream(stream, cb_entry_ptsz(entry), CB_WHY_flush_passthrough);
     return cb_first_error(fe, cb_issue_copy(cb_entry_hook(entry), dst, src, bytes, stream));
+}
+
+/* A classified copy of memory that may be deferred (rules 1 and 5 of the
+ * memory): counted by direction, then the policy, then defer(). */
+static inline __attribute__((always_inline)) CUresult copy_eligible(struct cb_tstats *t, struct cb_copy_req *rq)
+{
+    enum cb_direction d = direction(rq->dcls.kind, rq->scls.kind);
+    cb_bump(&t->v[cb_direction_stat(d)], 1);
+    if (!policy_defers(d, rq->bytes)) {
+        /* Eligible memory, just not worth batching.  This copy is asynchronous
+         * and holds the host to nothing, so issuing it ahead of the queued run
+         * is unobservable unless their ranges overlap (rule 5): only then must
+         * the run go first.  Interleaved copies of both kinds keep batching. */
+        cb_bump(&t->v[rq->bytes > cb_opt(CB_OPT_max_copy) ? CB_ST_pass_size : CB_ST_pass_policy], 1);
+        if (rq->sk == CB_SK_LEGACY)
+            (void)legacy_ctx(rq); /* its run (none without a context: the driver refuses the copy) */
+        return cb_issue_ahead_of_run(rq);
+    }
+    CUresult rc = CUDA_SUCCESS;
+    if (defer(rq, &rc)) {
+        cb_bump(&t->v[CB_ST_deferred], 1);
+        return rc;
+    }
+    /* defer() counted its reason and flushed the stream already */
+    return cb_first_error(rc, cb_issue_copy(rq->hook, rq->dst, rq->src, rq->bytes, rq->stream));
 }
 
 /* The full path: every rule, for any copy copy_first did not pass. */
@@ -400,27 +557,8 @@ static __attribute__((noinline)) CUresult copy_one(unsigned entry, CUdeviceptr d
         why = CB_ST_pass_query;
     else
         why = memory_verdict(&rq, cb_entry_dir(entry));
-    if (!why) {
-        enum cb_direction d = direction(rq.dcls.kind, rq.scls.kind);
-        cb_bump(&t->v[cb_direction_stat(d)], 1);
-        if (!policy_defers(d, bytes)) {
-            /* Eligible memory, just not worth batching.  This copy is asynchronous
-             * and holds the host to nothing, so issuing it ahead of the queued run
-             * is unobservable unless their ranges overlap (rule 5): only then must
-             * the run go first.  Interleaved copies of both kinds keep batching. */
-            cb_bump(&t->v[bytes > cb_opt(CB_OPT_max_copy) ? CB_ST_pass_size : CB_ST_pass_policy], 1);
-            if (rq.sk == CB_SK_LEGACY)
-                (void)legacy_ctx(&rq); /* its run (none without a context: the driver refuses the copy) */
-            return cb_issue_ahead_of_run(&rq);
-        }
-        CUresult rc = CUDA_SUCCESS;
-        if (defer(&rq, &rc)) {
-            cb_bump(&t->v[CB_ST_deferred], 1);
-            return rc;
-        }
-        /* defer() counted its reason and flushed the stream already */
-        return cb_first_error(rc, cb_issue_copy(hook, dst, src, bytes, stream));
-    }
+    if (!why)
+        return copy_eligible(t, &rq);
     cb_bump(&t->v[CB_ST_copies_unknown], 1);
     cb_bump(&t->v[why], 1);
     CUresult fe = cb_flush_stream(stream, ptsz, CB_WHY_flush_passthrough);
@@ -437,19 +575,63 @@ static __attribute__((noinline)) CUresult copy_waited(unsigned entry, CUdevicept
 
 /* ---- a burst's first copy ----------------------------------------------------------- */
 
+/* The note of this thread's burst on the stream, a cache of the verdict's
+ * rule `first` (cb_run_pass_first_here, run.h): the thread let a burst's
+ * first copy through on this stream, and a call on this thread named the
+ * stream since, so its next copy begins a new burst.  It holds only while no
+ * run anywhere holds anything (cb_copy asks: then neither does this stream's,
+ * so no rule before `first` that needs the run could hold, and copy_one's
+ * checks before defer() only ever pass a copy too), the stream is a created
+ * or the legacy one (a per-thread run may hold a fence to give back), and
+ * batching is on.  It is invalid once another thread's call ended the burst
+ * (the next copy still begins a new one); for the legacy stream, once the
+ * thread switched context (the note of any context answers while it has noted
+ * one only); and once the timer found the stream slow after the note was
+ * written (its `fast` is renewed only where rule `first` is asked, which a
+ * slow stream's copies never reach): the copy then passes as a burst's first
+ * instead of by the pace, untimed.  Either way it passes, as the verdict
+ * would have it; making the note follow the pace would change which copies
+ * are timed, so it is kept so.  The debug build asks the verdict under the
+ * note's run's lock too (a lock the shortcut exists to avoid), and checks
+ * they agree, the pace's case aside. */
+static inline int first_here(const struct cb_run_key *key)
+{
+#ifndef CB_DEBUG
+    return cb_run_pass_first_here(key);
+#else
+    if (cb_runs_locked_here()) { /* the verdict: pass_query (re-entered) */
+        int passes = cb_run_pass_first_here(key);
+        CB_ASSERT(!passes);
+        return passes;
+    }
+    struct cb_run_key noted;
+    struct cb_run *run = cb_run_first_note(key, &noted);
+    enum cb_stat_id expect = CB_ST_pass_first;
+    if (run) {
+        cb_run_lock(run);
+        if (cb_run_keyed(run, &noted)) /* else a stale note, of a stream gone: no verdict of it to ask */
+            expect = cb_run_spell_peek(&noted, 0) ? CB_ST_pass_spelled : peek(NULL, run);
+    }
+    int passes = cb_run_pass_first_here(key);
+    if (run) {
+        CB_ASSERT(!passes || expect == CB_ST_pass_first || expect == CB_ST_pass_slow);
+        cb_run_unlock(run);
+    }
+    return passes;
+#endif
+}
+
 /* Rule 8: the first copy after a call on this thread named the stream, the
  * common case of a lone copy, goes out before its memory is asked about.  It
  * passes through whatever its memory is, so nothing classification learns
- * could change what happens to it.  The note alone decides, without the run,
- * while no run anywhere holds anything and no wait is pending (a per-thread
- * stream's run may hold a fence to give back: run.c's note_fast, which the
- * stream's kind answers sooner).  A legacy copy's context is not asked yet:
- * any context's note will do (run.h); a legacy note exists only where the
- * copy kernel took the stream's copies, and the full path passes the next
- * copy while a capture forbids that.  Only sizes that every direction's
- * policy surely defers begin a burst here (not 0 bytes): a copy the policy
- * would pass leaves the note to the stream's next copy, as on the full path.
- * Any other copy takes the full path, as does this one when the note says no. */
+ * could change what happens to it.  The note alone decides (first_here),
+ * without the run.  A legacy copy's context is not asked yet: any context's
+ * note will do (run.h); a legacy note exists only where the copy kernel took
+ * the stream's copies, and the full path passes the next copy while a capture
+ * forbids that.  Only sizes that every direction's policy surely defers begin
+ * a burst here (not 0 bytes): a copy the policy would pass leaves the note to
+ * the stream's next copy, as on the full path.  Any other copy takes the full
+ * path, as does this one when the note says no. */
 static __attribute__((noinline)) CUresult copy_first(unsigned entry, CUdeviceptr dst, CUdeviceptr src,
                                                      size_t bytes, CUstream stream)
 {
@@ -458,7 +640,7 @@ static __attribute__((noinline)) CUresult copy_first(unsigned entry, CUdeviceptr
     struct cb_run_key key = cb_run_key_of(stream, sk, NULL);
     if (!cb_batching || cb_flush_paused())
         return issue_unbatched(entry, dst, src, bytes, stream);
-    if (cb_flush_closed() || sk == CB_SK_PER_THREAD || !cb_run_pass_first_here(&key))
+    if (cb_flush_closed() || sk == CB_SK_PER_THREAD || !first_here(&key))
         return copy_one(entry, dst, src, bytes, stream);
     struct cb_tstats *t = count_copy(entry);
     cb_bump(&t->v[CB_ST_pass_first], 1);

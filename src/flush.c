@@ -46,6 +46,7 @@ atomic_int cb_flush_closed_flag; /* after the final flush at exit: nothing more 
 
 CUresult cb_flush_run(struct cb_run *run, enum cb_flush_why why)
 {
+    CB_ASSERT(cb_run_locked_here(run)); /* a run is submitted by the thread holding its lock, once */
     CUresult rc = CUDA_SUCCESS;
     unsigned does = cb_flush_does(why);
     if (!(does & CB_FD_KEEPS_BURST))

@@ -41,6 +41,20 @@
 #define CB_TLS __thread __attribute__((tls_model("initial-exec")))
 #define CB_EXPAND(...) __VA_ARGS__
 
+/* Assertions of the debug build (./configure --enable-debug defines CB_DEBUG):
+ * a condition that fails is printed with its file and line on stderr (log.c,
+ * no allocation) and the process aborts.  Otherwise the condition is only
+ * type-checked, never evaluated: the build holds no trace of it.
+ * CB_IF_DEBUG(...): code of the debug build only (its checks' bookkeeping). */
+#ifdef CB_DEBUG
+__attribute__((noreturn, cold)) void cb_assert_failed(const char *cond, const char *file, int line);
+#define CB_ASSERT(cond) (CB_LIKELY(cond) ? (void)0 : cb_assert_failed(#cond, __FILE__, __LINE__))
+#define CB_IF_DEBUG(...) __VA_ARGS__
+#else
+#define CB_ASSERT(cond) ((void)sizeof(!(cond)))
+#define CB_IF_DEBUG(...)
+#endif
+
 /* Not declared by cuda.h outside per-thread builds, but exported by libcuda. */
 CUresult CUDAAPI cuGetProcAddress_v2_ptsz(const char *symbol, void **pfn, int cudaVersion,
                                           cuuint64_t flags, CUdriverProcAddressQueryResult *symbolStatus);
@@ -453,7 +467,8 @@ extern void *(*cb_real_dlsym)(void *, const char *);
 void cb_real_dlsym_init(void);
 
 /* ---- log.c ---------------------------------------------------------------------- */
-/* What each CUBATCH_LOG level shows is written at the top of log.c. */
+/* What each CUBATCH_LOG level shows is written at the top of log.c (and
+ * cb_assert_failed, the debug build's: above, with CB_ASSERT). */
 enum { CB_LOG_WARN = 1, CB_LOG_NOTICE = 2, CB_LOG_DEBUG = 3 };
 void cb_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define cb_warn(...) cb_log(CB_LOG_WARN, __VA_ARGS__)

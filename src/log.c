@@ -14,6 +14,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -61,6 +62,23 @@ void cb_log(int level, const char *fmt, ...)
     (void)w;
     cb_log_busy = 0;
 }
+
+#ifdef CB_DEBUG
+/* CB_ASSERT's failure (internal.h): whatever CUBATCH_LOG says, one line on
+ * stderr, written from the stack with one write(2), then abort. */
+void cb_assert_failed(const char *cond, const char *file, int line)
+{
+    char buf[512];
+    int n = snprintf(buf, sizeof buf, "cubatch: assertion failed: %s (%s:%d)\n", cond, file, line);
+    if (n < 0 || n >= (int)sizeof buf) {
+        n = (int)sizeof buf - 1;
+        buf[n - 1] = '\n';
+    }
+    ssize_t w = write(STDERR_FILENO, buf, (size_t)n);
+    (void)w;
+    abort();
+}
+#endif
 
 /* A value from the environment, as a message may show it: in double quotes,
  * control characters, quotes and backslashes escaped (a newline or an escape

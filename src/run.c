@@ -59,6 +59,9 @@ static atomic_int cb_marked; /* runs holding markers (rule 11): what event obser
 /* Run locks this thread holds: a driver call made from inside a submission that
  * comes back into a wrapper must not try to flush again. */
 CB_TLS int cb_tls_held;
+#ifdef CB_DEBUG
+CB_TLS int cb_tls_forking; /* fork's prepare handler holds every run lock (run.h) */
+#endif
 
 /* The thread's last few runs (a thread often alternates between two streams,
  * one per direction, say): found here, a run is locked without the store's
@@ -116,7 +119,11 @@ static void mutex_init(pthread_mutex_t *m)
     pthread_mutexattr_destroy(&a);
 }
 
-void cb_store_lock(void) { pthread_mutex_lock(&cb_store_mu); }
+void cb_store_lock(void)
+{
+    CB_ASSERT(cb_tls_held == 0); /* the lock order: store, then run (this file's header) */
+    pthread_mutex_lock(&cb_store_mu);
+}
 void cb_store_unlock(void) { pthread_mutex_unlock(&cb_store_mu); }
 
 
@@ -125,6 +132,7 @@ int cb_runs_marked(void) { return atomic_load_explicit(&cb_marked, memory_order_
 
 void cb_run_set_active(struct cb_run *run)
 {
+    CB_ASSERT(cb_run_locked_here(run));
     /* a warm stream counts only while a measured segment runs with its burst
      * (choose.c): a call naming it must end both (flush.c); a burst alone ends
      * through this thread's notes (above) */
@@ -159,6 +167,7 @@ void cb_run_set_active(struct cb_run *run)
 /* Out of the counts, out of the table, emptied: kept for reuse. */
 void cb_run_remove(struct cb_run *run)
 {
+    CB_ASSERT(cb_run_locked_here(run) && run->live);
     run->q.n = 0;
     cb_run_clear(run, NULL);
     run->pending = CUDA_SUCCESS;
@@ -170,6 +179,7 @@ void cb_run_remove(struct cb_run *run)
     run->live = 0;
     run->next_free = cb_free_runs;
     cb_free_runs = run;
+    CB_ASSERT(!run->active && !run->queued && !run->marked && !run->blocking_active && !run->q.nmarks);
 }
 
 int cb_run_is_owner(const struct cb_run *run)
@@ -194,6 +204,8 @@ static struct cb_run *store_create(const struct cb_run_key *key)
         struct cb_copies q = run->q;
         struct cb_iset w = run->writes, r = run->reads;
         cb_run_lock(run); /* a stale pointer's holder may be looking at it */
+        /* removed empty, out of every count (cb_run_remove) */
+        CB_ASSERT(!run->live && run->q.n == 0 && !run->q.nmarks && !run->active && !run->queued && !run->marked);
         memset(&run->key, 0, sizeof *run - offsetof(struct cb_run, key));
         atomic_store_explicit(&run->warm, 0, memory_order_relaxed); /* a stale note may have written it */
         run->q = (struct cb_copies){.dsts = q.dsts, .srcs = q.srcs, .sizes = q.sizes, .hooks = q.hooks,
@@ -255,6 +267,7 @@ struct cb_run *cb_run_lock_key(const struct cb_run_key *key, int create, int *cr
 
 void cb_run_clear(struct cb_run *run, struct cb_standin *standin)
 {
+    CB_ASSERT(cb_run_locked_here(run));
     run->q.n = 0;
     cb_event_markers_gone(&run->q, run, standin);
     run->q.nmarks = 0;
@@ -436,6 +449,7 @@ void cb_runs_atfork_prepare(void)
 {
     struct cb_run *run, *tmp;
     cb_store_lock();
+    CB_IF_DEBUG(cb_tls_forking = 1;)
     CB_RUNS_EACH(run, tmp)
         cb_run_lock(run);
 }
@@ -445,6 +459,7 @@ void cb_runs_atfork_parent(void)
     struct cb_run *run, *tmp;
     CB_RUNS_EACH(run, tmp)
         cb_run_unlock(run);
+    CB_IF_DEBUG(cb_tls_forking = 0;)
     cb_store_unlock();
 }
 
@@ -465,6 +480,7 @@ void cb_runs_atfork_child(void)
         run->q.n = 0;
         run->writes.n = run->reads.n = 0;
         atomic_store(&run->mu, 0);
+        CB_IF_DEBUG(run->locker = 0;)
     }
     atomic_store(&cb_active, 0);
     atomic_store(&cb_nonempty, 0);
@@ -479,6 +495,7 @@ void cb_runs_atfork_child(void)
     cb_tls_spells_live = 0;
     mutex_init(&cb_store_mu);
     cb_tls_held = 0;
+    CB_IF_DEBUG(cb_tls_forking = 0;)
 }
 
 /* ---- the run's own state, written here only (run.h) ----------------------------- */
@@ -588,6 +605,53 @@ int cb_run_pass_first_here(const struct cb_run_key *key)
     return 1;
 }
 
+#ifdef CB_DEBUG
+/* The debug build's checks (run.h), each changing nothing. */
+struct cb_run *cb_run_first_note(const struct cb_run_key *key, struct cb_run_key *noted)
+{
+    if (!cb_tls_bursts[cb_tls_bursts_last].stream)
+        return NULL;
+    int any_context = key->stream == (uintptr_t)CU_STREAM_LEGACY && !key->owner;
+    const struct cb_burst_note *n = NULL;
+    if (!any_context) {
+        for (unsigned i = 0; i < CB_BURST_NOTES && !n; i++)
+            if (note_of(&cb_tls_bursts[i], key->stream, key->owner, 0))
+                n = &cb_tls_bursts[i];
+    } else if (cb_tls_bursts_legacy == 1) {
+        for (unsigned i = 0; i < CB_BURST_NOTES && !n; i++)
+            if (note_of(&cb_tls_bursts[i], key->stream, 0, 1))
+                n = &cb_tls_bursts[i];
+    }
+    if (!n)
+        return NULL;
+    *noted = (struct cb_run_key){n->stream, n->owner};
+    return n->run;
+}
+
+int cb_run_keyed(const struct cb_run *run, const struct cb_run_key *key)
+{
+    return run->live && run->key.stream == key->stream && run->key.owner == key->owner;
+}
+
+int cb_run_slow_peek(const struct cb_run *run)
+{
+    const struct cb_pace *p = &run->pace;
+    if (!p->slow)
+        return 0;
+    uint64_t gap = cb_now_ns() - p->last_copy_ns;
+    return (gap < 100000u ? (3 * p->pace_ns + gap) / 4 : 0) > cb_opt(CB_OPT_slow_ns);
+}
+
+int cb_run_in_burst_peek(const struct cb_run *run)
+{
+    const struct cb_burst_note *n = NULL;
+    for (unsigned i = 0; i < CB_BURST_NOTES && !n; i++)
+        if (note_of(&cb_tls_bursts[i], run->key.stream, run->key.owner, 0))
+            n = &cb_tls_bursts[i];
+    return atomic_load_explicit(&run->warm, memory_order_relaxed) && !(n && n->named);
+}
+#endif
+
 static void note_named(struct cb_burst_note *n)
 {
     if (!n->named) {
@@ -651,6 +715,19 @@ int cb_run_spell_here(const struct cb_run_key *key, uintptr_t host_alloc, uintpt
     }
     return sp->why;
 }
+
+#ifdef CB_DEBUG
+int cb_run_spell_peek(const struct cb_run_key *key, uintptr_t upload)
+{
+    const struct cb_spell *sp = key->owner ? NULL : spell_of(key->stream);
+    if (!sp || !sp->left || (!sp->segment && sp->upload != upload))
+        return 0;
+    if (atomic_load_explicit(&sp->run->holds, memory_order_acquire) ||
+        atomic_load_explicit(&cb_removals, memory_order_acquire) != sp->removals || cb_runs_legacy_pending())
+        return 0;
+    return sp->why;
+}
+#endif
 
 void cb_runs_named_here(CUstream s, enum cb_stream_kind sk)
 {

@@ -63,6 +63,9 @@ struct cb_feed {
 struct cb_run {
     UT_hash_handle hh;
     atomic_int mu;                /* its lock (futex.h) */
+#ifdef CB_DEBUG
+    uintptr_t locker; /* the debug build's: the thread holding mu (its &cb_tls_held), 0: none */
+#endif
     /* a burst is under way: its first copy passed through, the next join the
      * run (rule 8).  Written by run.c only: under mu, or without it by the
      * thread whose note says a new burst begins (cb_run_pass_first_here); kept
@@ -111,6 +114,15 @@ struct cb_copy_req {
 extern CB_TLS int cb_tls_held; /* run locks this thread holds */
 /* This thread holds a run lock: a submission's driver call re-entered a wrapper. */
 static inline int cb_runs_locked_here(void) { return cb_tls_held > 0; }
+/* For CB_ASSERT (internal.h; defined in the debug build only): fork's prepare
+ * handler takes every run lock (run.c); this thread holds run's lock (without
+ * the debug build's record of who holds it: some run lock). */
+extern CB_TLS int cb_tls_forking;
+#ifdef CB_DEBUG
+static inline int cb_run_locked_here(const struct cb_run *run) { return run->locker == (uintptr_t)&cb_tls_held; }
+#else
+static inline int cb_run_locked_here(const struct cb_run *run) { return (void)run, cb_tls_held > 0; }
+#endif
 /* A stream's key: the handle; (CU_STREAM_PER_THREAD, owner thread); or
  * (CU_STREAM_LEGACY, ctx) for the legacy stream of the current context ctx. */
 static inline struct cb_run_key cb_run_key_of(CUstream s, enum cb_stream_kind sk, CUcontext ctx)
@@ -124,11 +136,17 @@ struct cb_run *cb_run_lock_key(const struct cb_run_key *key, int create, int *cr
 /* A run's lock (futex.h), taken and released inline on the copy path. */
 static inline void cb_run_lock(struct cb_run *run)
 {
+    CB_ASSERT(cb_tls_held == 0 || cb_tls_forking); /* at most one run lock: the lock order */
     cb_futex_lock(&run->mu);
+    CB_IF_DEBUG(CB_ASSERT(run->locker == 0); run->locker = (uintptr_t)&cb_tls_held;)
     cb_tls_held++;
 }
 static inline void cb_run_unlock(struct cb_run *run)
 {
+    /* what the store counts agrees with the queue whenever the lock is let go */
+    CB_IF_DEBUG(CB_ASSERT(cb_run_locked_here(run)); run->locker = 0;
+                CB_ASSERT(!run->live || (run->queued == (run->q.n > 0) && (!run->queued || run->active) &&
+                                         run->marked == (run->q.nmarks > 0)));)
     cb_tls_held--;
     cb_futex_unlock(&run->mu);
 }
@@ -184,6 +202,18 @@ static inline int cb_run_warm(struct cb_run *run) { return atomic_load_explicit(
  * another context's (the thread switched since) at worst passes one copy
  * more.  1: it does. */
 int cb_run_pass_first_here(const struct cb_run_key *key);
+#ifdef CB_DEBUG
+/* The debug build's checks of the shortcuts (copy.c), each changing nothing:
+ * the run of the note cb_run_pass_first_here would read, and the key it was
+ * noted under (NULL: no note); whether run is still key's (a removed run may
+ * have been reused for another stream); cb_run_still_slow's, cb_run_in_burst's
+ * and cb_run_spell_here's answers now. */
+struct cb_run *cb_run_first_note(const struct cb_run_key *key, struct cb_run_key *noted);
+int cb_run_keyed(const struct cb_run *run, const struct cb_run_key *key);
+int cb_run_slow_peek(const struct cb_run *run);
+int cb_run_in_burst_peek(const struct cb_run *run);
+int cb_run_spell_peek(const struct cb_run_key *key, uintptr_t upload);
+#endif
 /* Pass spells.  A copy that passes through on a created stream because the
  * measured choice passes its segment (pass_chosen) or because the GPU is busy
  * (pass_busy) would take the run's lock only to find the same answer for the
