@@ -1,7 +1,8 @@
 /* bench_copies: time N small asynchronous copies through the driver API, as a
  * loop of cuMemcpy*Async calls and as one hand-written cuMemcpyBatchAsync.
  *
- *   bench_copies [-D DEVICES] [-r REPS] [-w WARMUP] [-m MODES] [-b BUSY_US] [-s STREAM] CELL...
+ *   bench_copies [-D DEVICES] [-r REPS] [-w WARMUP] [-m MODES] [-b BUSY_US] [-s STREAM]
+ *                [-l LAYOUT] CELL...
  *
  * -D (anywhere; default 0) names the devices, a comma list of ordinals: the
  * whole command runs once per device, at the same time, one thread per device
@@ -35,6 +36,19 @@
  *     legacy    CU_STREAM_LEGACY, the legacy default stream
  *     null      the NULL handle (the legacy default stream, as most programs name it)
  *     ptds      CU_STREAM_PER_THREAD, the per-thread default stream
+ *   LAYOUT  where the blocks of the cells that follow lie (default contiguous):
+ *     contiguous     block i at offset i*SIZE in both buffers (copy i+1 starts
+ *                    where copy i ends, on both sides: a run a library could
+ *                    merge into one copy)
+ *     scattered[:S]  block i from slot ps[i] of the source to slot pd[i] of
+ *                    the destination, ps and pd two independent random
+ *                    permutations of the COUNT slots, drawn from seed S
+ *                    (default 43) and COUNT: every process draws the same ones,
+ *                    and no sorting of the copies makes both sides adjacent
+ *            Every mode (loop, batch, overlap, enqueue, events*) copies the same
+ *            blocks; single copies one block of SIZE.  With -l anywhere on the
+ *            command line, the output gets a last column, layout (contiguous or
+ *            scattered:S); without it the output is as before.
  *   REPS    timed repetitions (default 15); WARMUP untimed ones before (3)
  *
  * Every cell and mode is first run once on poisoned destinations (poisoned on
@@ -42,7 +56,7 @@
  * clock_gettime(MONOTONIC) around enqueue + sync.  Output, CSV on stdout, '#'
  * lines are comments (the first names the device, cubatch's state and the CPUs
  * the process may run on):
- *   mode,stream,dir,count,size,reps,median_us,p10_us,p90_us,extra
+ *   mode,stream,dir,count,size,reps,median_us,p10_us,p90_us,extra[,layout]
  * extra: GB/s (loop, batch, single), the busy time in us (overlap), ns per call
  * (enqueue).  Exit: 0 done, 1 error or wrong bytes, 2 usage, 77 no GPU.
  * BENCH_SIM=1 lets it run without /dev/nvidiactl, on tests/sim's simulated
@@ -96,6 +110,11 @@ static __thread const char *g_sname = "side";
 static __thread CUstream g_side, g_blocking; /* created when first asked for */
 static __thread CUdeviceptr *g_dsts, *g_srcs;
 static __thread size_t *g_sizes, g_arr_cap;
+/* -l: where block i lies, in bytes from the buffers' starts (source, destination) */
+static __thread size_t *g_soff, *g_doff;
+static __thread int g_scattered;           /* the layout of the cells being measured */
+static __thread unsigned long g_seed = 43; /* scattered:S */
+static int g_layout_col;                   /* -l given: print the layout column */
 static __thread char g_label[32];        /* the stream column: g_sname, or g_sname@devN */
 static __thread int g_devno;
 static batch_fn g_batch;
@@ -116,10 +135,14 @@ static void ensure(size_t bytes, size_t count)
         free(g_dsts);
         free(g_srcs);
         free(g_sizes);
+        free(g_soff);
+        free(g_doff);
         g_dsts = malloc(count * sizeof *g_dsts);
         g_srcs = malloc(count * sizeof *g_srcs);
         g_sizes = malloc(count * sizeof *g_sizes);
-        if (!g_dsts || !g_srcs || !g_sizes) {
+        g_soff = malloc(count * sizeof *g_soff);
+        g_doff = malloc(count * sizeof *g_doff);
+        if (!g_dsts || !g_srcs || !g_sizes || !g_soff || !g_doff) {
             fprintf(stderr, "bench_copies: out of memory\n");
             exit(1);
         }
@@ -148,13 +171,45 @@ static void ensure(size_t bytes, size_t count)
     B.cap = bytes;
 }
 
+/* Fisher-Yates with xorshift64 from x (never 0): a permutation of 0..n-1, in slot units */
+static void permute(size_t *p, size_t n, size_t size, uint64_t x)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = i;
+    for (size_t i = n; i > 1; i--) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        size_t k = (size_t)(x % i), t = p[i - 1];
+        p[i - 1] = p[k];
+        p[k] = t;
+    }
+    for (size_t i = 0; i < n; i++)
+        p[i] *= size;
+}
+
+/* The buffers and the block offsets of a cell of COUNT blocks of SIZE, in the
+ * current layout (the same permutations for every mode and process). */
+static void prepare_cell(size_t count, size_t size)
+{
+    ensure(count * size, count);
+    if (!g_scattered) {
+        for (size_t i = 0; i < count; i++)
+            g_soff[i] = g_doff[i] = i * size;
+        return;
+    }
+    uint64_t base = (uint64_t)g_seed * 0x9e3779b97f4a7c15ULL ^ (uint64_t)count * 0xbf58476d1ce4e5b9ULL;
+    permute(g_soff, count, size, base | 1);
+    permute(g_doff, count, size, (base ^ 0x94d049bb133111ebULL) | 2);
+}
+
 static void copy_one(enum dir d, size_t i, size_t size)
 {
-    size_t o = i * size;
+    size_t so = g_soff[i], dof = g_doff[i];
     switch (d) {
-    case H2D: CK(cuMemcpyHtoDAsync(B.ddst + o, B.hsrc + o, size, g_s)); break;
-    case D2H: CK(cuMemcpyDtoHAsync(B.hdst + o, B.dsrc + o, size, g_s)); break;
-    case D2D: CK(cuMemcpyDtoDAsync(B.ddst + o, B.dsrc + o, size, g_s)); break;
+    case H2D: CK(cuMemcpyHtoDAsync(B.ddst + dof, B.hsrc + so, size, g_s)); break;
+    case D2H: CK(cuMemcpyDtoHAsync(B.hdst + dof, B.dsrc + so, size, g_s)); break;
+    case D2D: CK(cuMemcpyDtoDAsync(B.ddst + dof, B.dsrc + so, size, g_s)); break;
     }
 }
 
@@ -202,8 +257,8 @@ static void batch(enum dir d, size_t count, size_t size)
     CUdeviceptr src = d == H2D ? (CUdeviceptr)(uintptr_t)B.hsrc : B.dsrc;
     CUdeviceptr dst = d == D2H ? (CUdeviceptr)(uintptr_t)B.hdst : B.ddst;
     for (size_t i = 0; i < count; i++) {  /* filled each time, as a program would */
-        g_srcs[i] = src + i * size;
-        g_dsts[i] = dst + i * size;
+        g_srcs[i] = src + g_soff[i];
+        g_dsts[i] = dst + g_doff[i];
         g_sizes[i] = size;
     }
     CK(g_batch(g_dsts, g_srcs, g_sizes, count, &attr, &idx0, 1, g_s));
@@ -232,10 +287,12 @@ static void prepare_and_check(const char *mode, enum dir d, size_t count, size_t
     CK(cuStreamSynchronize(g_s));
     if (d != D2H)
         CK(cuMemcpyDtoH(B.hdst, B.ddst, n));
-    if (memcmp(B.hdst, B.hsrc, n) != 0) {
-        fprintf(stderr, "bench_copies: %s %s %zu x %zu: wrong bytes\n", mode, dir_name[d], count, size);
-        exit(1);
-    }
+    for (size_t i = 0; i < count; i++)
+        if (memcmp(B.hdst + g_doff[i], B.hsrc + g_soff[i], size) != 0) {
+            fprintf(stderr, "bench_copies: %s %s %zu x %zu (%s): wrong bytes in block %zu\n", mode,
+                    dir_name[d], count, size, g_scattered ? "scattered" : "contiguous", i);
+            exit(1);
+        }
 }
 
 static int cmp_d(const void *a, const void *b)
@@ -263,7 +320,7 @@ static double run_mode(const char *mode, enum dir d, size_t count, size_t size, 
     int is_over = !strcmp(mode, "overlap");
     if (!strcmp(mode, "single"))
         count = 1;
-    ensure(count * size, count);
+    prepare_cell(count, size);
     prepare_and_check(mode, d, count, size);
     if (g_ndevs > 1)
         pthread_barrier_wait(&g_start);
@@ -302,8 +359,11 @@ static double run_mode(const char *mode, enum dir d, size_t count, size_t size, 
         snprintf(g_label, sizeof g_label, "%s@dev%d", g_sname, g_devno);
     else
         snprintf(g_label, sizeof g_label, "%s", g_sname);
-    printf("%s,%s,%s,%zu,%zu,%d,%.2f,%.2f,%.2f,%s\n", mode, g_label, dir_name[d], count, size,
-           reps, s.med, s.p10, s.p90, extra);
+    char layout[48] = "";
+    if (g_layout_col)
+        snprintf(layout, sizeof layout, g_scattered ? ",scattered:%lu" : ",contiguous", g_seed);
+    printf("%s,%s,%s,%zu,%zu,%d,%.2f,%.2f,%.2f,%s%s\n", mode, g_label, dir_name[d], count, size,
+           reps, s.med, s.p10, s.p90, extra, layout);
     fflush(stdout);
     return s.med;
 }
@@ -364,6 +424,31 @@ static void cpu_list(char *buf, size_t len)
     }
 }
 
+static void print_header(void)
+{
+    printf("mode,stream,dir,count,size,reps,median_us,p10_us,p90_us,extra%s\n", g_layout_col ? ",layout" : "");
+}
+
+/* -l contiguous | scattered[:SEED]; -1 if malformed */
+static int select_layout(const char *v)
+{
+    if (!strcmp(v, "contiguous")) {
+        g_scattered = 0;
+        return 0;
+    }
+    if (strncmp(v, "scattered", 9) != 0)
+        return -1;
+    g_scattered = 1;
+    g_seed = 43;
+    if (v[9] == 0)
+        return 0;
+    char *end;
+    if (v[9] != ':' || !v[10])
+        return -1;
+    g_seed = strtoul(v + 10, &end, 10);
+    return *end ? -1 : 0;
+}
+
 static int parse_cell(const char *arg, enum dir *d, size_t *count, size_t *size)
 {
     char ds[8], suf = 0;
@@ -417,7 +502,7 @@ static void *run_device(void *arg)
            cb_enabled ? (cb_enabled() ? "loaded, batching" : "loaded, pass-through") : "not loaded",
            cpus);
     if (g_ndevs == 1) /* with several, main printed it before the threads started */
-        printf("mode,stream,dir,count,size,reps,median_us,p10_us,p90_us,extra\n");
+        print_header();
     fflush(stdout);
 
     int reps = 15, warm = 3;
@@ -434,6 +519,12 @@ static void *run_device(void *arg)
             case 'w': warm = atoi(v); break;
             case 'b': busy = atof(v); break;
             case 'm': snprintf(modes, sizeof modes, "%s", v); break;
+            case 'l':
+                if (select_layout(v) != 0) {
+                    fprintf(stderr, "bench_copies: unknown layout '%s' (contiguous, scattered[:SEED])\n", v);
+                    return dr;
+                }
+                break;
             case 's':
                 if (select_stream(v) != 0) {
                     fprintf(stderr, "bench_copies: unknown stream '%s' (side, blocking, legacy, null, ptds)\n", v);
@@ -477,7 +568,7 @@ static void *run_device(void *arg)
             double bu = busy;
             if (!strcmp(m, "overlap") && bu <= 0) {
                 if (batch_med <= 0) {  /* quietly measure the copy time first */
-                    ensure(count * size, count);
+                    prepare_cell(count, size);
                     double t[5];
                     for (int i = 0; i < 5; i++) {
                         double t0 = now_us();
@@ -507,7 +598,7 @@ int main(int argc, char **argv)
 {
     if (argc < 2) {
         fprintf(stderr, "usage: bench_copies [-D DEVICES] [-r REPS] [-w WARMUP] [-m MODES] [-b BUSY_US] "
-                        "[-s side|blocking|legacy|null|ptds] DIR:COUNT:SIZE...\n");
+                        "[-s side|blocking|legacy|null|ptds] [-l contiguous|scattered[:SEED]] DIR:COUNT:SIZE...\n");
         return 2;
     }
     /* BENCH_SIM=1: allowed to run on tests/sim's simulated driver (to test the
@@ -525,9 +616,12 @@ int main(int argc, char **argv)
     enum { MAXDEV = 16 };
     int devs[MAXDEV] = {0};
     const char *dlist = "0";
-    for (int a = 1; a + 1 < argc; a++)
+    for (int a = 1; a + 1 < argc; a++) {
         if (!strcmp(argv[a], "-D"))
             dlist = argv[a + 1];
+        if (!strcmp(argv[a], "-l"))
+            g_layout_col = 1;
+    }
     g_ndevs = 0;
     for (const char *p = dlist; *p;) {
         char *end;
@@ -565,7 +659,7 @@ int main(int argc, char **argv)
         run_device(&dr[0]);
         return dr[0].status;
     }
-    printf("mode,stream,dir,count,size,reps,median_us,p10_us,p90_us,extra\n");
+    print_header();
     pthread_barrier_init(&g_start, NULL, (unsigned)g_ndevs);
     pthread_t th[MAXDEV];
     for (int i = 0; i < g_ndevs; i++)

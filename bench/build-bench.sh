@@ -3,8 +3,9 @@
 #
 #   build-bench.sh DIR
 #
-# DIR/bench_copies, DIR/copy_path and DIR/bench_threads (C11, driver API, -lcuda), DIR/inproc_lone
-# (C11, loads the driver and cubatch with dlopen), DIR/kv_swap and
+# DIR/bench_copies, DIR/bench_tiles, DIR/copy_path and DIR/bench_threads (C11, driver API,
+# -lcuda), DIR/inproc_lone (C11, loads the driver and cubatch with dlopen), DIR/kv_swap
+# (runtime API and, with -a driver, driver API copies: -lcuda), DIR/bench_launch,
 # DIR/load_bench, DIR/prio_probe and DIR/stage_probe (runtime API).
 # Environment: NVCC (else configure's, in a build tree), CC, CUDA_HOME,
 # NVCC_GENCODE (tests/harness/lib.sh: cb_cuda_toolkit, cb_gencode, as
@@ -22,8 +23,12 @@ set -x
 # The stub only satisfies the linker; at run time the real libcuda.so.1 loads.
 ${CC:-cc} -std=c11 -O2 -Wall -Wextra -I"$cuda/include" "$src/bench_copies.c" \
     -o "$out/bench_copies" -L"$stubs" -lcuda -ldl -pthread
+${CC:-cc} -std=c11 -O2 -Wall -Wextra -I"$cuda/include" "$src/bench_tiles.c" \
+    -o "$out/bench_tiles" -L"$stubs" -lcuda -ldl
 # shellcheck disable=SC2086
-"$nvcc" -std=c++17 -O2 $gencode -Xcompiler -Wall,-Wextra "$src/kv_swap.cu" -o "$out/kv_swap"
+"$nvcc" -std=c++17 -O2 $gencode -Xcompiler -Wall,-Wextra "$src/kv_swap.cu" -o "$out/kv_swap" -L"$stubs" -lcuda
+# shellcheck disable=SC2086
+"$nvcc" -std=c++17 -O2 $gencode -Xcompiler -Wall,-Wextra "$src/bench_launch.cu" -o "$out/bench_launch" -ldl
 # shellcheck disable=SC2086
 "$nvcc" -std=c++17 -O2 $gencode -Xcompiler -Wall,-Wextra "$src/load_bench.cu" -o "$out/load_bench" -lcublas
 # shellcheck disable=SC2086

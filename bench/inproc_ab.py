@@ -21,6 +21,8 @@ a speed-up inside the A/A spread is not a result.
       taskset -c 3 python3 bench/inproc_ab.py torch [--rounds 9] [--iters 30]
   LD_PRELOAD=src/.libs/libcubatch.so taskset -c 3 python3 bench/inproc_ab.py jax
   LD_PRELOAD=src/.libs/libcubatch.so taskset -c 3 python3 bench/inproc_ab.py hf --iters 5
+  LD_PRELOAD=src/.libs/libcubatch.so taskset -c 3 python3 bench/inproc_ab.py train --iters 20
+  LD_PRELOAD=src/.libs/libcubatch.so taskset -c 3 python3 bench/inproc_ab.py kvswap --iters 10
 
 torch variants: a Python loop of dst.copy_(src, non_blocking=True) on the default
 stream (PyTorch's: the legacy stream) and on a side stream, 256 x 4 KiB and
@@ -36,6 +38,26 @@ hf variant: transformers' generate() with the offloaded KV cache
 (cache_implementation="offloaded": each layer's cache is copied to the GPU
 before the layer and back after it) on a small Llama made from a config with
 random weights (no download), 16 new tokens, greedy.
+train variants (issue 43, a whole program): a DLRM-like training step.  64
+small pinned host tensors, each its own allocation (26 sparse features' indices,
+2048 int64 = 16 KiB, and offsets, 512 int64 = 4 KiB; 10 features' per-sample
+weights, 8 KiB; dense features 512 x 13 float32; labels), moved with
+.to("cuda", non_blocking=True), then 26 EmbeddingBags (10000 x 64, sum), a
+bottom MLP 13-256-64, a top MLP 1728-512-256-1, BCE loss, backward and an SGD
+step, then torch.cuda.synchronize(): "default" copies the batch on the default
+stream right before its step; "prefetch" copies the next batch on a side stream
+while the step computes the one copied before (wait_stream, record_stream).
+kvswap variants (issue 43): the KV-cache swap as users write it in PyTorch, one
+copy_(non_blocking=True) per layer, block, K and V on a side stream, per layer
+the layer's copies then (with "decode") the layer's decode-like compute on the
+default stream (four bf16 products of 16 x 4096 by 4096 x 4096), then the
+default stream waits for the side stream and the step synchronizes; block ids
+random and distinct (or in runs of 16 adjacent blocks on both sides: what a
+merging library could join), drawn ahead (8 patterns, used in turn); K and V of
+each layer one pinned tensor of 512 blocks on the host and one on the GPU:
+  in 256    8 layers x 16 blocks x K,V of 16 KiB (256 copies a step)
+  in 2048   32 layers x 32 blocks x K,V of 8 KiB (2,048 copies a step)
+  out 2048  the same, GPU to host
 Besides the table, the calls that ended runs during the "on" rounds are
 printed per variant (the three most frequent): what keeps each framework's
 copies from batching.
@@ -172,6 +194,200 @@ def hf_variants(iters):
     return [("generate, offloaded KV cache, 8 layers", gen, check)]
 
 
+def train_variants(iters):
+    try:
+        import torch
+        from torch import nn
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    torch.manual_seed(43)
+    dev = torch.device("cuda")
+    B, F, ROWS, DIM, WEIGHTED = 512, 26, 10000, 64, 10
+
+    def batch():  # 64 pinned tensors, each its own allocation
+        h = {}
+        for f in range(F):
+            h[f"idx{f}"] = torch.randint(0, ROWS, (B * 4,), dtype=torch.int64).pin_memory()
+            h[f"off{f}"] = (torch.arange(B, dtype=torch.int64) * 4).pin_memory()
+        for f in range(WEIGHTED):
+            h[f"w{f}"] = torch.rand(B * 4).pin_memory()
+        h["dense"] = torch.randn(B, 13).pin_memory()
+        h["label"] = torch.randint(0, 2, (B,)).float().pin_memory()
+        assert len(h) == 64
+        return h
+
+    batches = [batch(), batch()]
+    embs = nn.ModuleList(nn.EmbeddingBag(ROWS, DIM, mode="sum") for _ in range(F)).to(dev)
+    bottom = nn.Sequential(nn.Linear(13, 256), nn.ReLU(), nn.Linear(256, DIM), nn.ReLU()).to(dev)
+    top = nn.Sequential(nn.Linear(DIM * (F + 1), 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(),
+                        nn.Linear(256, 1)).to(dev)
+    params = list(embs.parameters()) + list(bottom.parameters()) + list(top.parameters())
+    opt = torch.optim.SGD(params, lr=1e-3)
+    loss_fn = nn.BCEWithLogitsLoss()
+    side = torch.cuda.Stream()
+    state = {"n": 0, "cur": None}
+
+    def upload(h):
+        return {k: v.to(dev, non_blocking=True) for k, v in h.items()}
+
+    def compute(g):
+        x = bottom(g["dense"])
+        pooled = [embs[f](g[f"idx{f}"], g[f"off{f}"], per_sample_weights=g.get(f"w{f}")) for f in range(F)]
+        loss = loss_fn(top(torch.cat([x] + pooled, dim=1)).squeeze(1), g["label"])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    def step_default():
+        state["n"] += 1
+        compute(upload(batches[state["n"] % 2]))
+        torch.cuda.synchronize()
+
+    def step_prefetch():
+        state["n"] += 1
+        cur = state["cur"]
+        with torch.cuda.stream(side):
+            nxt = upload(batches[state["n"] % 2])
+        if cur is not None:
+            compute(cur)
+        torch.cuda.current_stream().wait_stream(side)
+        for t in nxt.values():
+            t.record_stream(torch.cuda.current_stream())
+        state["cur"] = nxt
+        torch.cuda.synchronize()
+
+    def poisoned_upload(h, stream):
+        # upload, poison what arrived, free it, upload again: the caching
+        # allocator hands the same blocks back, so bytes a copy failed to
+        # write read as -1, not as the last check's
+        with torch.cuda.stream(stream):
+            g = upload(h)
+            for t in g.values():
+                t.fill_(-1)
+            del g, t
+            g = upload(h)
+        stream.synchronize()
+        return g
+
+    def check_default():
+        h = batches[0]
+        g = poisoned_upload(h, torch.cuda.current_stream())
+        ok = all(torch.equal(g[k].cpu(), v) for k, v in h.items())
+        step_default()
+        return ok
+
+    def check_prefetch():
+        h = batches[1]
+        g = poisoned_upload(h, side)
+        ok = all(torch.equal(g[k].cpu(), v) for k, v in h.items())
+        step_prefetch()
+        step_prefetch()
+        return ok
+
+    return [("train step, 64 pinned tensors, default stream", step_default, check_default),
+            ("train step, 64 pinned tensors, side-stream prefetch", step_prefetch, check_prefetch)]
+
+
+def kvswap_variants(iters):
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    import random
+    dev = torch.device("cuda")
+    side = torch.cuda.Stream()
+    POOL = 512  # blocks per layer, on each side
+    w = [torch.randn(4096, 4096, device=dev, dtype=torch.bfloat16) for _ in range(4)]
+    x = torch.randn(16, 4096, device=dev, dtype=torch.bfloat16)
+    pools = {}
+
+    def pool(layers, block_bytes):
+        key = (layers, block_bytes)
+        if key not in pools:
+            elems = block_bytes // 2  # float16; random values made on the GPU (fast on one core)
+            cpu = [[torch.empty(POOL, elems, dtype=torch.float16, pin_memory=True) for _ in range(2)]
+                   for _ in range(layers)]
+            for pair in cpu:
+                for t in pair:
+                    t.copy_(torch.randn(POOL, elems, device=dev, dtype=torch.float16))
+            gpu = [[torch.randn(POOL, elems, device=dev, dtype=torch.float16) for _ in range(2)]
+                   for _ in range(layers)]
+            torch.cuda.synchronize()
+            pools[key] = (cpu, gpu)
+        return pools[key]
+
+    def patterns(nblk, run, seed):
+        rng = random.Random(seed)
+        out = []
+        for _ in range(8):
+            sides = []
+            for _ in range(2):  # CPU ids, GPU ids: independent runs
+                slots = rng.sample(range(POOL // run), (nblk + run - 1) // run)
+                sides.append([s * run + b for s in slots for b in range(run)][:nblk])
+            out.append(list(zip(*sides)))
+        return out
+
+    def make(direction, layers, nblk, block_bytes, run, decode):
+        cpu, gpu = pool(layers, block_bytes)
+        pats = patterns(nblk, run, seed=layers * 1000 + nblk * 10 + run)
+        state = {"n": 0}
+
+        def swap(pairs):
+            main = torch.cuda.current_stream()
+            for layer in range(layers):
+                with torch.cuda.stream(side):
+                    (ck, cv), (gk, gv) = cpu[layer], gpu[layer]
+                    for c, g in pairs:
+                        if direction == "in":
+                            gk[g].copy_(ck[c], non_blocking=True)
+                            gv[g].copy_(cv[c], non_blocking=True)
+                        else:
+                            ck[c].copy_(gk[g], non_blocking=True)
+                            cv[c].copy_(gv[g], non_blocking=True)
+                if decode:
+                    for m in w:
+                        torch.mm(x, m)
+            main.wait_stream(side)
+
+        def step():
+            state["n"] += 1
+            swap(pats[state["n"] % len(pats)])
+            torch.cuda.synchronize()
+
+        def check():
+            pairs = pats[0]
+            cids = torch.tensor([c for c, _ in pairs])
+            gids = torch.tensor([g for _, g in pairs], device=dev)
+            for layer in range(layers):  # poison the destinations first
+                for kv in range(2):
+                    if direction == "in":
+                        gpu[layer][kv].index_fill_(0, gids, float("nan"))
+                    else:
+                        cpu[layer][kv].index_fill_(0, cids, float("nan"))
+            torch.cuda.synchronize()
+            swap(pairs)
+            torch.cuda.synchronize()
+            for layer in range(layers):
+                for kv in range(2):
+                    for c, g in pairs:
+                        if not torch.equal(cpu[layer][kv][c], gpu[layer][kv][g].cpu()):
+                            return False
+            return True
+
+        what = "runs of %d" % run if run > 1 else "random ids"
+        name = (f"kv {direction} {layers * nblk * 2}: {layers} layers x {nblk} blocks x K,V of "
+                f"{block_bytes // 1024} KiB, {what}, {'decode' if decode else 'idle'}")
+        return name, step, check
+
+    return [make("in", 8, 16, 16384, 1, False), make("in", 8, 16, 16384, 1, True),
+            make("in", 32, 32, 8192, 1, False), make("in", 32, 32, 8192, 1, True),
+            make("in", 32, 32, 8192, 16, False), make("out", 32, 32, 8192, 1, False)]
+
+
 def timed(fn, iters, warm):
     for _ in range(warm):
         fn()
@@ -185,7 +401,7 @@ def timed(fn, iters, warm):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("what", choices=("torch", "jax", "hf"))
+    ap.add_argument("what", choices=("torch", "jax", "hf", "train", "kvswap"))
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--warm", type=int, default=5)
@@ -199,7 +415,8 @@ def main():
         print("inproc_ab: cubatch_set_enabled not found: run with LD_PRELOAD=libcubatch.so", file=sys.stderr)
         return 77
     set_enabled, counters = cb
-    variants = {"torch": torch_variants, "jax": jax_variants, "hf": hf_variants}[a.what](a.iters)
+    variants = {"torch": torch_variants, "jax": jax_variants, "hf": hf_variants, "train": train_variants,
+                "kvswap": kvswap_variants}[a.what](a.iters)
     if variants is None:
         print(f"inproc_ab: {a.what} (with a GPU) is not available", file=sys.stderr)
         return 77

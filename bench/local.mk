@@ -26,6 +26,10 @@ EXTRA_DIST += \
 	bench/nvtx-cost.sh \
 	bench/campaign-extras.sh \
 	bench/bench_threads.c \
+	bench/bench_tiles.c \
+	bench/bench_launch.cu \
+	bench/campaign-43.sh \
+	bench/report-43.py \
 	bench/local.mk
 EXTRA_DIST += bench/RESULTS.md bench/quick-extras.sh tools/mutants.py
 # CPU only: dlopen/dlsym from threads, plain and preloaded (bench/dl_threads.c is
