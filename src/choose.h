@@ -38,7 +38,7 @@ struct cb_segment {
     unsigned changes;      /* host allocation changes among them */
     uintptr_t last_alloc;  /* the host allocation (its end) of the last one */
     /* copies of a PASS segment that passed by a thread's pass spell, without
-     * the run's lock (run.c): the low half counts them, the high half their
+     * the run's lock (notes.c): the low half counts them, the high half their
      * allocation changes; folded into the counts above under the lock */
     atomic_uint_fast64_t spelled;
 };

@@ -15,6 +15,7 @@
  *    succeeds.
  * Every one of them flushes every run first (docs/design.md rule 6). */
 #include "run.h"
+#include "store.h"
 #include "waits.h"
 #include "smwork.h"
 

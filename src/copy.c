@@ -5,6 +5,8 @@
  * deferred copy joins its stream's run; any other is issued at once, unchanged,
  * after whatever it must follow. */
 #include "run.h"
+#include "store.h"
+#include "notes.h"
 #include "flush.h"
 #include "waits.h"
 #include "smwork.h"
@@ -191,7 +193,7 @@ static int legacy_run_raced_a_capture(struct cb_run *run)
  * settle learns the rules' facts in it (checked in the debug build). */
 #define CB_COPY_RULES(X)                                                                                        \
     X(reentered, pass_query)     /* this thread holds a run lock: a submission's driver call came back */     \
-    X(spell_chosen, pass_chosen) /* this thread's pass spell (run.h), of the measured choice's segment ... */ \
+    X(spell_chosen, pass_chosen) /* this thread's pass spell (notes.h) of the measured choice's segment... */ \
     X(spell_busy, pass_busy)     /* ... or of a busy GPU's verdict (rule 12) */                              \
     X(no_context, pass_legacy)   /* the legacy stream, no current context: the driver says what it says */    \
     X(no_run, pass_nomem)        /* no run for the stream (out of memory) */                                 \
@@ -285,7 +287,7 @@ static enum cb_stat_id peek(const struct cb_copy_req *rq, struct cb_run *run)
 }
 #endif
 
-/* This thread's pass spell on the stream (run.h), a cache of the verdict: a
+/* This thread's pass spell on the stream (notes.h), a cache of the verdict: a
  * copy the measured choice's PASS segment (rule `segment`) or the load's
  * verdict (rule `busy`) passed through noted that the stream's next copies
  * from this thread would pass by the same rule, so they pass without the
@@ -316,7 +318,7 @@ static int spelled(struct cb_copy_req *rq, const struct cb_run_key *key)
 
 /* Settle, before the run: a call that re-entered, this thread's spell, the
  * legacy stream's context, whatever rule 3 orders the copy after (other
- * streams' runs, flushed before this one's lock is taken: run.c), then the
+ * streams' runs, flushed before this one's lock is taken: store.c), then the
  * stream's run, locked. */
 static void settle_stream(struct cb_copy_req *rq, struct copy_facts *f, CUresult *rc)
 {
@@ -576,7 +578,7 @@ static __attribute__((noinline)) CUresult copy_waited(unsigned entry, CUdevicept
 /* ---- a burst's first copy ----------------------------------------------------------- */
 
 /* The note of this thread's burst on the stream, a cache of the verdict's
- * rule `first` (cb_run_pass_first_here, run.h): the thread let a burst's
+ * rule `first` (cb_run_pass_first_here, notes.h): the thread let a burst's
  * first copy through on this stream, and a call on this thread named the
  * stream since, so its next copy begins a new burst.  It holds only while no
  * run anywhere holds anything (cb_copy asks: then neither does this stream's,
@@ -626,7 +628,7 @@ static inline int first_here(const struct cb_run_key *key)
  * passes through whatever its memory is, so nothing classification learns
  * could change what happens to it.  The note alone decides (first_here),
  * without the run.  A legacy copy's context is not asked yet: any context's
- * note will do (run.h); a legacy note exists only where the copy kernel took
+ * note will do (notes.h); a legacy note exists only where the copy kernel took
  * the stream's copies, and the full path passes the next copy while a capture
  * forbids that.  Only sizes that every direction's policy surely defers begin
  * a burst here (not 0 bytes): a copy the policy would pass leaves the note to

@@ -46,7 +46,7 @@ struct cb_kctx {
     int sms;
 };
 /* Shared by every run of a context, which may go out at once from several
- * threads: its own lock, a leaf (run.c), held while a module loads. */
+ * threads: its own lock, a leaf (store.c), held while a module loads. */
 static struct cb_kctx *cb_kctxs;
 static pthread_mutex_t cb_kctxs_mu = PTHREAD_MUTEX_INITIALIZER;
 

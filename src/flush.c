@@ -4,6 +4,8 @@
  * per-thread stream exiting (rule 4).  Which wrapper asks for which is the ACTION
  * column of hooks.def; the decision to flush on the copy path is copy.c's. */
 #include "run.h"
+#include "store.h"
+#include "notes.h"
 #include "flush.h"
 #include "capture.h"
 #include "stats.h"
@@ -95,7 +97,7 @@ static int matches(const struct cb_run *run, enum cb_which which)
 }
 
 /* Flush every active run that matches, in table order, one run lock at a time
- * (no run lock held: run.c). */
+ * (no run lock held: store.c). */
 static CUresult flush_matching(enum cb_which which, enum cb_flush_why why)
 {
     CUresult first = CUDA_SUCCESS;
@@ -181,7 +183,7 @@ CUresult cb_flush_capture_begin(CUstream s, int ptsz_entry)
 
 /* The run holding e's latest record goes out (no run lock held).  The holder
  * is read from the event table, then checked again under its own lock: it may
- * have gone out meanwhile, or been removed (runs are never freed, run.c). */
+ * have gone out meanwhile, or been removed (runs are never freed, store.c). */
 CUresult cb_flush_holder(CUevent e)
 {
     struct cb_event info;

@@ -7,6 +7,8 @@
  * The table below is the one list of that state, in the one order of its
  * locks.  Each row's file says what its handlers do. */
 #include "run.h"
+#include "store.h"
+#include "notes.h"
 #include "waits.h"
 #include "capture.h"
 #include "allocs.h"
@@ -33,9 +35,10 @@ struct cb_fork_row {
  * runs prepare handlers in the reverse order of registration, the others in
  * it: the rows registered at initialisation (the counters) stand last, and
  * their child runs first, as every other row's child needs (it may count).
- * run.c's child also drops the event table (its runs' markers point into it). */
+ * store.c's child also drops the event table (its runs' markers point into it). */
 static const struct cb_fork_row cb_fork_rows[] = {
     {cb_runs_atfork_prepare, cb_runs_atfork_parent, cb_runs_atfork_child, 0}, /* the store, then every run */
+    {NULL, NULL, cb_notes_atfork_child, 0}, /* the forking thread's burst notes and pass spells */
     {cb_events_atfork_prepare, cb_events_atfork_parent, NULL, 0},
     {cb_ptds_atfork_prepare, cb_ptds_atfork_parent, cb_ptds_atfork_child, 0},
     {cb_kernel_atfork_prepare, cb_kernel_atfork_parent, cb_kernel_atfork_child, 0},

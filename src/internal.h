@@ -4,7 +4,7 @@
  *   interception   hooks.c resolve.c api.c  ->  init.c  ->  net.c
  *   decision       copy.c context.c  ->  classify.c policy.c
  *   flushing       life.c marker.c  ->  fork.c  ->  waits.c  ->  timer.c  ->  look.c  ->  flush.c
- *   runs           run.c  ->  hazard.c event.c
+ *   runs           notes.c  ->  store.c  ->  run.c  ->  hazard.c event.c
  *   engines        engine.c  ->  engine_batch.c engine_loop.c engine_kernel.c  ->  choose.c smwork.c ptds.c nvtx.c
  *   base           report.c  ->  stats.c  ->  config.c  ->  capture.c driver.c allocs.c batching.c stream.c fifo.c suggest.c
  *                  ->  log.c clock.c tblock.c futex.c
@@ -307,7 +307,7 @@ CUresult cb_flush_stream(CUstream s, int ptsz_entry, enum cb_flush_why why);
 CUresult cb_flush_legacy(void); /* every blocking stream's run: legacy-stream work follows */
 /* What a copy on stream s must follow on other streams (rule 3 and its mirror
  * image): blocking runs before a legacy-stream copy, legacy runs before a
- * blocking-stream copy.  No run lock held (run.c: one at a time); usually two
+ * blocking-stream copy.  No run lock held (store.c: one at a time); usually two
  * loads and a return. */
 CUresult cb_flush_cross(CUstream s, enum cb_stream_kind sk);
 CUresult cb_flush_all(enum cb_flush_why why);
@@ -331,7 +331,8 @@ void cb_flush_thread_gone(void);   /* a per-thread-stream owner exits */
 void cb_flush_before_fork(void);   /* fork.c's prepare handler: every run goes out */
 
 /* ==== runs ===================================================================== */
-/* run.c and hazard.c: struct cb_run and its store, declared in run.h. */
+/* notes.c, store.c, run.c and hazard.c: struct cb_run, its store and each
+ * thread's notes, declared in notes.h, store.h and run.h. */
 
 /* ==== engines ================================================================== */
 /* engine.c, engine_batch.c, engine_loop.c, ptds.c: declared in engine.h. */

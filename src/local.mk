@@ -11,13 +11,13 @@ noinst_LTLIBRARIES += src/libcubatch-core.la
 nodist_include_HEADERS = include/cubatch.h
 
 src_libcubatch_core_la_SOURCES = \
-	src/internal.h src/stats.h src/run.h src/event.h src/hazard.h src/engine.h src/copies.h \
+	src/internal.h src/stats.h src/run.h src/store.h src/notes.h src/event.h src/hazard.h src/engine.h src/copies.h \
 	src/engine_batch.h src/engine_loop.h src/engine_kernel.h src/ptds.h src/smwork.h src/tblock.h src/copy_kernel.h \
 	src/capture.h src/allocs.h src/choose.h src/stream.h src/futex.h src/cuda_since.h src/waits.h src/flush.h \
 	src/hooks.def src/actions.def src/driver.def src/options.def src/stats.def src/directions.def \
 	src/copy.c src/context.c src/classify.c src/allocs.c src/policy.c \
 	src/life.c src/fork.c src/marker.c src/waits.c src/timer.c src/look.c src/flush.c \
-	src/run.c src/futex.c src/hazard.c src/event.c \
+	src/notes.c src/store.c src/run.c src/futex.c src/hazard.c src/event.c \
 	src/engine.c src/engine_batch.c src/engine_loop.c src/engine_kernel.c src/ptds.c src/smwork.c src/choose.c src/capture.c \
 	src/stream.c src/batching.c src/report.c src/stats.c src/config.c src/suggest.c src/fifo.c src/driver.c src/log.c src/clock.c src/tblock.c
 src_libcubatch_core_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden -pthread

@@ -4,6 +4,7 @@
  * decides; run.c writes each run's looks and pace (cb_run_looked,
  * cb_run_look_at, cb_run_found_slow). */
 #include "run.h"
+#include "store.h"
 #include "stats.h"
 
 /* A look at a stream whose run holds copies (timer.c runs them when due), with

@@ -28,11 +28,49 @@
  * copies), events cubatch did not see created, and events of another context
  * than the stream's (the driver refuses those: it must say so at the call). */
 #include "run.h"
+#include "store.h"
+#include "notes.h"
 #include "flush.h"
 #include "waits.h"
 #include "capture.h"
 #include "ptds.h"
 #include "stats.h"
+
+/* cb_marker_record's record m, safe to queue, joins the run of its stream
+ * (key) as a marker when that run holds copies (for a legacy or per-thread
+ * stream, of the current context cur) and the event claims no other run: 1
+ * (m's `stands` filled in).  A claim refused because an older record of the
+ * event sits in another run sends that run out first and tries again, three
+ * times at most; *rc keeps the first error. */
+static int queue_marker(struct cb_marker *m, const struct cb_run_key *key, enum cb_stream_kind sk, CUcontext cur,
+                        CUresult *rc)
+{
+    CUevent e = m->ev;
+    for (int tries = 0; tries < 3; tries++) {
+        struct cb_run *run = cb_run_lock_key(key, 0, NULL);
+        int defer = run && run->q.n > 0 && (sk == CB_SK_CREATED || cur == run->facts.ctx);
+        int claim = -1, stands = 0;
+        if (defer && !cb_run_mark_room(run)) {
+            claim = cb_event_claim(e, run, run->facts.ctx, &stands);
+            if (claim == 0) {
+                m->stands = (unsigned char)stands;
+                cb_run_mark(run, m);
+                CB_COUNT(markers);
+                cb_run_unlock(run);
+                return 1;
+            }
+            /* claim 1: an older record sits in another run; -1: not queueable */
+        }
+        if (run)
+            cb_run_unlock(run);
+        if (claim != 1)
+            break;
+        /* A new record of the event: its older one must reach the driver
+         * first (with no run lock held: one run lock at a time). */
+        *rc = cb_first_error(*rc, cb_flush_holder(e));
+    }
+    return 0;
+}
 
 CUresult cb_marker_record(int hook, int ptsz, CUevent e, CUstream s, unsigned int flags, int *queued)
 {
@@ -59,31 +97,12 @@ CUresult cb_marker_record(int hook, int ptsz, CUevent e, CUstream s, unsigned in
     int safe = flags == 0 && !cb_flush_closed() && !cb_flush_paused();
     if (safe) {
         /* the record follows what rule 3 orders it after, as the run's copies
-         * do: before its run's lock is taken (run.c) */
+         * do: before its run's lock is taken (store.c) */
         rc = cb_first_error(rc, cb_flush_cross(s, sk));
-        for (int tries = 0; tries < 3; tries++) {
-            struct cb_run *run = cb_run_lock_key(&key, 0, NULL);
-            int defer = run && run->q.n > 0 && (sk == CB_SK_CREATED || cur == run->facts.ctx);
-            int claim = -1, stands = 0;
-            if (defer && !cb_run_mark_room(run)) {
-                claim = cb_event_claim(e, run, run->facts.ctx, &stands);
-                if (claim == 0) {
-                    struct cb_marker m = {e, s, flags, (unsigned char)hook, (unsigned char)stands};
-                    cb_run_mark(run, &m);
-                    CB_COUNT(markers);
-                    *queued = 1;
-                    cb_run_unlock(run);
-                    return rc;
-                }
-                /* claim 1: an older record sits in another run; -1: not queueable */
-            }
-            if (run)
-                cb_run_unlock(run);
-            if (claim != 1)
-                break;
-            /* A new record of the event: its older one must reach the driver
-             * first (with no run lock held: one run lock at a time). */
-            rc = cb_first_error(rc, cb_flush_holder(e));
+        struct cb_marker m = {e, s, flags, (unsigned char)hook, 0};
+        if (queue_marker(&m, &key, sk, cur, &rc)) {
+            *queued = 1;
+            return rc;
         }
     }
     /* Not queued (an empty run, say: the record right after a burst's first

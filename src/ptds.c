@@ -13,7 +13,7 @@
  * next call on it.  Why this keeps the order, and what it costs: docs/design.md
  * rule 4.
  *
- * Callers hold the lock of the run they submit (run.c).  The per-context state
+ * Callers hold the lock of the run they submit (store.c).  The per-context state
  * kept here is shared by every run of the context, which may go out at once
  * from several threads: it has its own lock, a leaf (held for the table and the
  * pools, and while a context's side stream is created; never while taking

@@ -1,6 +1,7 @@
 /* run.h - a run: the copies deferred on one stream, in program order, waiting to
- * be submitted together; and the store of runs (run.c), with the hazard index
- * of each (hazard.c). */
+ * be submitted together, with what its stream is and its own state (run.c);
+ * the hazard index of each (hazard.c).  The store of runs: store.h; each
+ * thread's burst notes and pass spells: notes.h. */
 #ifndef CUBATCH_RUN_H
 #define CUBATCH_RUN_H
 
@@ -14,8 +15,8 @@
 #include <uthash.h>
 
 
-/* Which stream a run is for: made by cb_run_key_of only, from stream.h's
- * handle and owner. */
+/* Which stream a run is for: made by cb_run_key_of only (below), from
+ * stream.h's handle and owner; store.c keeps a copy in the run it keys. */
 struct cb_run_key {
     uintptr_t stream; /* the handle; CU_STREAM_PER_THREAD for a per-thread stream */
     uintptr_t owner;  /* pthread_self() of the owning thread for a per-thread stream, the
@@ -52,14 +53,16 @@ struct cb_feed {
     int chunk_due;     /* the run reached chunk_at: one holding records goes out when the stream's next copy comes */
 };
 
-/* A run.  Its own lock guards everything below it; the store's lock (run.c)
+/* A run.  Its own lock guards everything below it; the store's lock (store.c)
  * guards hh, live and the table.  Never freed while the process lives: a
  * removed run is cleared and kept for reuse, so a stale pointer to it (a
  * thread's last-run cache, an event's holder) stays safe to lock.  Written by
- * run.c only, except: facts.sm_busy (smwork.c, cb_smwork_note_busy),
- * facts.fence (ptds.c, the per-thread stream's fences), seg (choose.c) and the
- * copies' arm (cb_run_set_arm); other files read it under its lock and change
- * it through run.c's functions. */
+ * run.c only, except: its place in the store (hh, next_free, live, key) and
+ * its clearing when it is removed, reused or its context dies, or the process
+ * forks (store.c); warm (notes.c); facts.sm_busy (smwork.c,
+ * cb_smwork_note_busy), facts.fence (ptds.c, the per-thread stream's fences),
+ * seg (choose.c) and the copies' arm (cb_run_set_arm); other files read it
+ * under its lock and change it through these files' functions. */
 struct cb_run {
     UT_hash_handle hh;
     atomic_int mu;                /* its lock (futex.h) */
@@ -67,10 +70,10 @@ struct cb_run {
     uintptr_t locker; /* the debug build's: the thread holding mu (its &cb_tls_held), 0: none */
 #endif
     /* a burst is under way: its first copy passed through, the next join the
-     * run (rule 8).  Written by run.c only: under mu, or without it by the
-     * thread whose note says a new burst begins (cb_run_pass_first_here); kept
-     * out of the part a reused run clears, so such a write never meets that
-     * clearing */
+     * run (rule 8).  Written by notes.c only (and cleared by store.c's removal
+     * and reuse): under mu, or without it by the thread whose note says a new
+     * burst begins (cb_run_pass_first_here); kept out of the part a reused run
+     * clears, so such a write never meets that clearing */
     atomic_int warm;
     /* it holds copies, markers, a pending join or a pending error: a pass spell
      * (cb_run_spell_here) reads it without the lock.  Written by
@@ -94,7 +97,7 @@ struct cb_run {
     struct cb_segment seg;        /* the measured choice covering its copies (choose.c writes it) */
 };
 
-/* A copy the program asked for, classified (copy.c). */
+/* A copy the program asked for, classified.  Written only by copy.c. */
 struct cb_copy_req {
     int hook;
     CUdeviceptr dst, src;
@@ -106,8 +109,8 @@ struct cb_copy_req {
     int kernel_ok;  /* the copy kernel may execute it on its stream (copy.c) */
 };
 
-/* ---- run.c: the store of runs ------------------------------------------------------ */
-/* Locks (run.c's header says why this is deadlock-free): the store's lock, one
+/* ---- run.c: a run's lock and its own state ----------------------------------------- */
+/* Locks (store.c's header says why this is deadlock-free): the store's lock, one
  * lock per run, taken in that order; a thread holds at most one run lock
  * (fork's prepare handler: all).  Helper locks (events, ptds.c, the kernel's
  * modules, the timer, smwork.c) are taken under a run lock, never the other way. */
@@ -115,7 +118,7 @@ extern CB_TLS int cb_tls_held; /* run locks this thread holds */
 /* This thread holds a run lock: a submission's driver call re-entered a wrapper. */
 static inline int cb_runs_locked_here(void) { return cb_tls_held > 0; }
 /* For CB_ASSERT (internal.h; defined in the debug build only): fork's prepare
- * handler takes every run lock (run.c); this thread holds run's lock (without
+ * handler takes every run lock (store.c); this thread holds run's lock (without
  * the debug build's record of who holds it: some run lock). */
 extern CB_TLS int cb_tls_forking;
 #ifdef CB_DEBUG
@@ -130,9 +133,6 @@ static inline struct cb_run_key cb_run_key_of(CUstream s, enum cb_stream_kind sk
     uintptr_t owner = sk == CB_SK_LEGACY ? (uintptr_t)ctx : cb_stream_owner(sk); /* one legacy stream per context */
     return (struct cb_run_key){(uintptr_t)cb_stream_handle(s, sk), owner};
 }
-/* The stream's run, locked (no run lock held before); create: make it when
- * there is none (*created = 1).  NULL: none (or out of memory). */
-struct cb_run *cb_run_lock_key(const struct cb_run_key *key, int create, int *created);
 /* A run's lock (futex.h), taken and released inline on the copy path. */
 static inline void cb_run_lock(struct cb_run *run)
 {
@@ -150,11 +150,6 @@ static inline void cb_run_unlock(struct cb_run *run)
     cb_tls_held--;
     cb_futex_unlock(&run->mu);
 }
-/* The store's lock: held to iterate (CB_RUNS_EACH) and to remove. */
-void cb_store_lock(void);
-void cb_store_unlock(void);
-struct cb_run *cb_store_find(const struct cb_run_key *key); /* store lock held */
-void cb_run_remove(struct cb_run *run); /* store lock and run lock held: cleared, kept for reuse */
 /* Learn what the run's stream is (run->facts); -1 when a driver query failed.
  * For a per-thread stream, the owner's earlier side submission is joined and
  * ev_start recorded.  No clock is read: a copy that passes through after all
@@ -182,67 +177,7 @@ void cb_run_clear(struct cb_run *run, struct cb_standin *standin); /* after a su
  * it, made under the run's lock by the file that decides it. */
 CUresult cb_run_take_pending(struct cb_run *run);      /* the error kept for the stream's next call, now told */
 void cb_run_keep_pending(struct cb_run *run, CUresult err); /* ... kept (flush.c) */
-void cb_run_burst_begins(struct cb_run *run);          /* its first copy passed through (rule 8) */
-void cb_run_burst_ends(struct cb_run *run);            /* a call named the stream */
-int cb_run_in_burst(struct cb_run *run);               /* its next copy joins the run (rule 8) */
-/* A segment begins (the run's lock held): 1 when it is the first of its burst,
- * once per burst.  A note written by another thread meanwhile may make it 0:
- * the held arm is then not offered to that burst, nothing else changes. */
-int cb_run_burst_first_segment(struct cb_run *run);
 static inline int cb_run_warm(struct cb_run *run) { return atomic_load_explicit(&run->warm, memory_order_relaxed); }
-/* Rule 8 without a lock: a copy on a created or the legacy stream whose burst this thread
- * began and a call on this thread has named since begins a new burst and
- * passes through.  Asked only while no run anywhere holds anything
- * (!cb_runs_active(): so neither does this stream's, and the run's lock would
- * find it empty; a copy another thread queues meanwhile is not ordered with
- * this one).  A legacy key may leave its context out (owner 0): while the
- * thread has noted one context's legacy stream only, that note answers (0
- * with two: the caller asks for the context).  Passing through is right on
- * any stream while nothing is held; the note only says a burst begins, so
- * another context's (the thread switched since) at worst passes one copy
- * more.  1: it does. */
-int cb_run_pass_first_here(const struct cb_run_key *key);
-#ifdef CB_DEBUG
-/* The debug build's checks of the shortcuts (copy.c), each changing nothing:
- * the run of the note cb_run_pass_first_here would read, and the key it was
- * noted under (NULL: no note); whether run is still key's (a removed run may
- * have been reused for another stream); cb_run_still_slow's, cb_run_in_burst's
- * and cb_run_spell_here's answers now. */
-struct cb_run *cb_run_first_note(const struct cb_run_key *key, struct cb_run_key *noted);
-int cb_run_keyed(const struct cb_run *run, const struct cb_run_key *key);
-int cb_run_slow_peek(const struct cb_run *run);
-int cb_run_in_burst_peek(const struct cb_run *run);
-int cb_run_spell_peek(const struct cb_run_key *key, uintptr_t upload);
-#endif
-/* Pass spells.  A copy that passes through on a created stream because the
- * measured choice passes its segment (pass_chosen) or because the GPU is busy
- * (pass_busy) would take the run's lock only to find the same answer for the
- * stream's next copies: the segment passes its `limit` copies, whatever they
- * are; a load verdict answers the stream's next 32 questions, asked by uploads
- * the copy kernel could take.  So the thread that passed it notes a spell: its
- * next copies on that stream (as many as the segment or the verdict has left;
- * for a verdict, uploads of the same tag only) pass through without the lock,
- * while the run holds nothing (its `holds`), no run was removed since (a
- * reused handle is another stream), and no legacy run waits (rule 3).  A call
- * on this thread naming the stream ends the spell, as it ends the burst.
- * Passing through is what the program would have done: a spell only decides
- * sooner that nothing is batched.  cb_run_spell_begin (the run's lock held,
- * after the copy passed): copies: how many may pass so (0: none); why: the
- * reason they count under; segment: they count in the run's open PASS segment
- * (else upload: the tag they must have, never 0).  cb_run_spell_here: upload:
- * the copy's tag (0: not an upload the kernel could take); the reason when the
- * copy passes by the spell, else 0. */
-void cb_run_spell_begin(struct cb_run *run, unsigned copies, int why, int segment, uintptr_t host_alloc,
-                        uintptr_t upload);
-int cb_run_spell_here(const struct cb_run_key *key, uintptr_t host_alloc, uintptr_t upload);
-extern CB_TLS unsigned cb_tls_spells_live;
-/* This thread holds a spell (asked first: nearly always no). */
-static inline int cb_run_spells_here(void) { return cb_tls_spells_live != 0; }
-/* A call on this thread names stream s (or, below, every stream): the bursts
- * this thread began there end (no run touched). */
-void cb_runs_named_here(CUstream s, enum cb_stream_kind sk);
-void cb_runs_all_named_here(void);
-int cb_runs_burst_here(void); /* this thread began a burst no call has named yet */
 /* Batching saves the program about one microsecond of driver time per copy, but
  * a deferred copy starts late: when the program itself spends several
  * microseconds between copies (a Python loop), the GPU would have run each copy
@@ -255,6 +190,11 @@ int cb_runs_burst_here(void); /* this thread began a burst no call has named yet
  * not slow.  cb_run_still_slow: 1 while the stream is slow. */
 int cb_run_still_slow(struct cb_run *run);
 void cb_run_found_slow(struct cb_run *run, uint64_t pace_ns, uint64_t now);
+#ifdef CB_DEBUG
+/* The debug build's check of the pace's shortcut (copy.c), changing nothing:
+ * cb_run_still_slow's answer now. */
+int cb_run_slow_peek(const struct cb_run *run);
+#endif
 /* A copy joined: the chunk length (by the engine its previous submission took)
  * computed again when what decides it changed; 1 when the run reached it (it
  * goes out now, or when the stream's next copy comes if it holds records). */
@@ -321,14 +261,7 @@ static inline int cb_runs_cross_pending(enum cb_stream_kind sk)
     return sk == CB_SK_LEGACY ? cb_runs_blocking_active() : cb_runs_legacy_pending();
 }
 int cb_runs_marked(void);         /* some run holds markers */
-/* Each run in the table, in turn (store lock held; lock each to look at it). */
-#define CB_RUNS_EACH(run, tmp) HASH_ITER(hh, cb_run_table, run, tmp)
-extern struct cb_run *cb_run_table;
-void cb_forget_context_runs(CUcontext ctx); /* no lock held: its runs' events died with it */
-/* fork: prepare takes the store lock and every run lock in table order;
- * parent releases them; the child's store is empty, its locks new. */
-void cb_runs_atfork_prepare(void);
-void cb_runs_atfork_parent(void);
-void cb_runs_atfork_child(void);
+/* fork's child (store.c's cb_runs_atfork_child): every count starts from zero. */
+void cb_run_counts_atfork_child(void);
 
 #endif /* CUBATCH_RUN_H */

@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 static int cb_timer_fd = -1;
-/* The armed look (0: disarmed).  Written under cb_timer_mu, a leaf lock (run.c):
+/* The armed look (0: disarmed).  Written under cb_timer_mu, a leaf lock (store.c):
  * copy paths of several runs arm it at once; read without it only to skip the
  * lock when an earlier look is due already. */
 static _Atomic uint64_t cb_timer_due;

@@ -1197,7 +1197,7 @@ START_TEST(measured_choice_takes_the_cheapest_arm)
     ck_assert_str_eq(chosen_for(&p.shim, "h2d <=4K busy many-allocations long", a, sizeof a), "pass");
     /* the stream of a pinned allocation per block (half the uploads) keeps
      * passing: its copies' allocations are counted when they pass by a
-     * spell too (run.h), so its segments stay in their class */
+     * spell too (notes.h), so its segments stay in their class */
     ck_assert_msg(stat_of(&p.shim, "pass_chosen") * 10 > stat_of(&p.shim, "copies_h2d") * 4, "pass_chosen = %ld of %ld",
                   stat_of(&p.shim, "pass_chosen"), stat_of(&p.shim, "copies_h2d"));
     chosen_for(&p.shim, "h2d <=4K busy few-allocations long", b, sizeof b);
@@ -1280,7 +1280,7 @@ START_TEST(a_load_verdict_is_asked_again)
 }
 END_TEST
 
-/* Pass spells (run.h): uploads beside busy compute pass without the run's
+/* Pass spells (notes.h): uploads beside busy compute pass without the run's
  * lock once one passed, but never ahead of a copy queued on their stream. */
 START_TEST(a_pass_spell_follows_what_its_stream_queued)
 {

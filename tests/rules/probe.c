@@ -1936,7 +1936,7 @@ static void sc_sm_busy_ends(void)
     CK(cuStreamSynchronize(a));
 }
 
-/* Pass spells (run.h): beside compute filling the GPU, uploads pass through,
+/* Pass spells (notes.h): beside compute filling the GPU, uploads pass through,
  * the stream's later ones by the thread's spell.  A download queued on the
  * stream meanwhile (not an upload: deferred) must go before the next upload,
  * which reads what it writes; and a call naming the stream ends the spell. */
