@@ -74,21 +74,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CK(call)                                                                   \
-    do {                                                                           \
-        CUresult r_ = (call);                                                      \
-        if (r_ != CUDA_SUCCESS)                                                    \
-            die_cu(#call, r_, __LINE__);                                           \
-    } while (0)
-
-static void die_cu(const char *what, CUresult r, int line)
-{
-    const char *name = NULL;
-    if (cuGetErrorName(r, &name) != CUDA_SUCCESS || !name)
-        name = "?";
-    fprintf(stderr, "bench_copies:%d: %s failed: %s (%d)\n", line, what, name, (int)r);
-    exit(1);
-}
+#define BENCH_NAME "bench_copies"
+#include "bench_cu.h"
 
 typedef CUresult(CUDAAPI *batch_fn)(CUdeviceptr *, CUdeviceptr *, size_t *, size_t,
                                     CUmemcpyAttributes *, size_t *, size_t, CUstream);
@@ -121,13 +108,6 @@ static batch_fn g_batch;
 /* -D with more than one device: every mode of every cell starts together */
 static int g_ndevs = 1;
 static pthread_barrier_t g_start;
-
-static double now_us(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
 
 static void ensure(size_t bytes, size_t count)
 {

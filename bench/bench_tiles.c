@@ -52,21 +52,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CK(call)                                                                   \
-    do {                                                                           \
-        CUresult r_ = (call);                                                      \
-        if (r_ != CUDA_SUCCESS)                                                    \
-            die_cu(#call, r_, __LINE__);                                           \
-    } while (0)
-
-static void die_cu(const char *what, CUresult r, int line)
-{
-    const char *name = NULL;
-    if (cuGetErrorName(r, &name) != CUDA_SUCCESS || !name)
-        name = "?";
-    fprintf(stderr, "bench_tiles:%d: %s failed: %s (%d)\n", line, what, name, (int)r);
-    exit(1);
-}
+#define BENCH_NAME "bench_tiles"
+#include "bench_cu.h"
 
 typedef CUresult(CUDAAPI *batch3d_fn)(size_t, CUDA_MEMCPY3D_BATCH_OP *, unsigned long long, CUstream);
 typedef CUresult(CUDAAPI *batch_fn)(CUdeviceptr *, CUdeviceptr *, size_t *, size_t,
@@ -87,13 +74,6 @@ static size_t *g_rsize;
 
 enum dir { H2D, D2H };
 static const char *dir_name[] = {"h2d", "d2h"};
-
-static double now_us(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
 
 /* byte offsets of tile t's first byte on the host and on the device */
 static size_t tile_x(size_t t) { return (t % GRID_COLS) * g_bytes; }

@@ -3,6 +3,7 @@
 EXTRA_DIST += \
 	bench/README.md \
 	bench/bench_copies.c \
+	bench/bench_cu.h \
 	bench/kv_swap.cu \
 	bench/build-bench.sh \
 	bench/run-bench.sh \
