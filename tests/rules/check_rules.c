@@ -1281,7 +1281,8 @@ START_TEST(a_load_verdict_is_asked_again)
 END_TEST
 
 /* Pass spells (notes.h): uploads beside busy compute pass without the run's
- * lock once one passed, but never ahead of a copy queued on their stream. */
+ * lock once one passed, but never ahead of a copy queued on their stream, nor
+ * past a call naming it. */
 START_TEST(a_pass_spell_follows_what_its_stream_queued)
 {
     const char *fixed[] = {"CUBATCH_ENGINE=auto", "CUBATCH_PIPELINE=1", "CUBATCH_MEASURE=0", NULL};
@@ -1304,6 +1305,21 @@ START_TEST(a_pass_spell_follows_what_its_stream_queued)
         p = both(scenarios[i], shipped);
         pair_free(&p);
     }
+    /* a call naming the stream ends the spell as it ends the burst (rule 8):
+     * the round after the query begins a new burst, and its second upload
+     * asks the verdict again (load_queries), finds the compute done, and the
+     * round's rest is deferred (to the copy kernel) instead of passing on
+     * the spell the second round began */
+    p = both("spell_named", fixed);
+    STAT_EQ(p.shim, "pass_first", 3);
+    STAT_EQ(p.shim, "pass_busy", 7);
+    STAT_EQ(p.shim, "pass_spelled", 6);
+    STAT_EQ(p.shim, "deferred", 14);
+    STAT_EQ(p.shim, "load_queries", 2);
+    STAT_GE(p.shim, "kernel_launches", 1);
+    pair_free(&p);
+    p = both("spell_named", shipped);
+    pair_free(&p);
     /* the measured choice passing its segments: nearly all by spells, and what
      * it measures is the same (measured_choice_takes_the_cheapest_arm) */
     const char *pass_wins[] = {"CUBATCH_ENGINE=auto", "CUSIM_COST=copy=1000,batch=20000,entry=2000", NULL};

@@ -1986,6 +1986,40 @@ static void sc_spell_thread(void)
     CK(cuStreamSynchronize(a));
 }
 
+/* ... a call naming the stream while this thread holds a spell on it.  The
+ * compute runs on for one query of its stream.  Three rounds of SPELL_ROUND
+ * uploads: the first round's rest joins a run, whose submission at the
+ * synchronize finds the GPU busy; in the second, the second upload's verdict
+ * (busy) hands its remaining answers to a spell, and the rest pass on it; a
+ * query names the stream with the spell's count far from used up, then 300 us
+ * of CPU work pass (the busy verdict's trust ends).  The query ends the spell
+ * as it ends the burst (rule 8): the third round's first upload begins a new
+ * burst, its second asks the verdict again, finds the compute done, and the
+ * round's rest joins a run; a spell that outlived the query would pass them
+ * all (check_rules counts them). */
+enum { SPELL_ROUND = 8 };
+static void sc_spell_named(void)
+{
+    CUstream a = mkstream(CU_STREAM_NON_BLOCKING), b = mkstream(CU_STREAM_NON_BLOCKING);
+    unsigned char *in = pinned(3 * SPELL_ROUND * SZ), *out = pinned(3 * SPELL_ROUND * SZ);
+    CUdeviceptr d = devmem(3 * SPELL_ROUND * SZ);
+    fill(in, 3 * SPELL_ROUND * SZ, 55);
+    compute(compute_fn(), a, 8, 1);
+    for (int i = 0; i < 3 * SPELL_ROUND; i++) {
+        if (i == SPELL_ROUND)
+            CK(cuStreamSynchronize(b));
+        if (i == 2 * SPELL_ROUND) {
+            (void)cuStreamQuery(b); /* names the stream: the spell ends */
+            pass_time_us(300);
+        }
+        CK(cuMemcpyHtoDAsync_v2(d + (size_t)i * SZ, in + (size_t)i * SZ, SZ, b));
+    }
+    CK(cuStreamSynchronize(b));
+    CK(cuMemcpyDtoH_v2(out, d, 3 * SPELL_ROUND * SZ));
+    expect("uploads around calls naming their stream", out, in, 3 * SPELL_ROUND * SZ);
+    CK(cuStreamSynchronize(a));
+}
+
 /* The measured choice before it has measured anything: compute fills the GPU
  * from another stream, and a small grid on the copies' own stream holds back
  * everything behind it (cubatch's timing events too) for 40 queries.  Sixteen
@@ -3713,7 +3747,7 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"sm_destroyed", sc_sm_destroyed}, {"measured", sc_measured}, {"measured_cold", sc_measured_cold}, {"held_records", sc_held_records},
     {"sm_busy_later", sc_sm_busy_later}, {"sm_busy_ends", sc_sm_busy_ends},
     {"measured_unsampled", sc_measured_unsampled}, {"spell_queued", sc_spell_queued},
-    {"spell_thread", sc_spell_thread},
+    {"spell_thread", sc_spell_thread}, {"spell_named", sc_spell_named},
     {"marker_sync", sc_marker_sync},   {"marker_two", sc_marker_two},     {"marker_query", sc_marker_query},
     {"marker_elapsed_end", sc_marker_elapsed_end}, {"marker_elapsed_start", sc_marker_elapsed_start},
     {"marker_wait", sc_marker_wait},   {"marker_destroy", sc_marker_destroy}, {"marker_rerecord", sc_marker_rerecord},
