@@ -122,8 +122,6 @@ MUTANTS = {
                                        "rule 8 (a burst's first copy)"),
     "kernel-takes-unchecked-memory": ("src/copy.c:kernel_may_in()", "    return cb_kernel_usable && ctx && rq->dcls.kctx == ctx && rq->scls.kctx == ctx &&",
                                       "    return cb_kernel_usable && ctx &&", "kernel eligibility"),
-    "ptds-joins-in-the-new-context": ("src/run.c:open_per_thread()", "    if (cb_fence_owner_join(f) != CUDA_SUCCESS)\n        return -1;\n    if (!cb_drv.cuCtxGetCurrent || cb_drv.cuCtxGetCurrent(&f->ctx) != CUDA_SUCCESS || !f->ctx)\n        return -1;",
-                                      "    if (!cb_drv.cuCtxGetCurrent || cb_drv.cuCtxGetCurrent(&f->ctx) != CUDA_SUCCESS || !f->ctx)\n        return -1;\n    if (cb_fence_owner_join(f) != CUDA_SUCCESS)\n        return -1;", "rule 4 (two devices)"),
     "one-kernel-module-for-all-contexts": ("src/engine_kernel.c:load()", "    HASH_FIND_PTR(cb_kctxs, &f->ctx, k);\n    if (k)\n        return k->mod ? k : NULL;",
                                            "    k = cb_kctxs;\n    if (k)\n        return k->mod ? k : NULL;", "kernel module per context"),
     "kernel-module-outlives-its-context": ("src/context.c:cb_ctx_fate_after()", "        cb_forget_context_kernel(f->ctx);\n", "", "kernel module per context"),
