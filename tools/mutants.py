@@ -126,7 +126,7 @@ MUTANTS = {
                                            "    k = cb_kctxs;\n    if (k)\n        return k->mod ? k : NULL;", "kernel module per context"),
     "kernel-module-outlives-its-context": ("src/context.c:cb_ctx_fate_after()", "        cb_forget_context_kernel(f->ctx);\n", "", "kernel module per context"),
     "destroyed-context-kept": ("src/context.c:cb_ctx_destroy_before()", "    f->destroys = destroys;",
-                               "    f->destroys = 0;", "rule 6 (a context made at a destroyed one's handle gets none of its helpers)",
+                               "    f->destroys = destroys && 0;", "rule 6 (a context made at a destroyed one's handle gets none of its helpers)",
                                "check_rules:errors"),
     "dead-contexts-stream-facts-kept": ("src/store.c:cb_forget_context_runs()", "            if (!run->facts.ptds)\n                cb_run_remove(run);\n",
                                         "", "rule 3 (a stream made at a dead one's handle is asked what it is)", "check_rules:errors"),
