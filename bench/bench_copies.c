@@ -275,12 +275,6 @@ static void prepare_and_check(const char *mode, enum dir d, size_t count, size_t
         }
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 struct stats { double med, p10, p90; };
 
 static struct stats summarize(double *t, int n)
@@ -379,29 +373,6 @@ static int select_stream(const char *name)
 static int on_legacy(void)
 {
     return g_s == NULL || g_s == CU_STREAM_LEGACY;
-}
-
-/* "0-15" or "3" or "2,3": the CPUs this process may run on (taskset's doing). */
-static void cpu_list(char *buf, size_t len)
-{
-    cpu_set_t set;
-    size_t o = 0;
-    buf[0] = 0;
-    if (sched_getaffinity(0, sizeof set, &set) != 0) {
-        snprintf(buf, len, "?");
-        return;
-    }
-    for (int c = 0; c < CPU_SETSIZE && o + 16 < len; c++) {
-        if (!CPU_ISSET(c, &set) || (c > 0 && CPU_ISSET(c - 1, &set)))
-            continue;
-        int e = c;
-        while (e + 1 < CPU_SETSIZE && CPU_ISSET(e + 1, &set))
-            e++;
-        int n = e > c ? snprintf(buf + o, len - o, "%s%d-%d", o ? "," : "", c, e)
-                      : snprintf(buf + o, len - o, "%s%d", o ? "," : "", c);
-        if (n > 0)
-            o += (size_t)n;
-    }
 }
 
 static void print_header(void)

@@ -260,34 +260,6 @@ static int check(enum mode m, enum dir d, const char **why)
     return 0;
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static void cpu_list(char *buf, size_t len)
-{
-    cpu_set_t set;
-    size_t o = 0;
-    buf[0] = 0;
-    if (sched_getaffinity(0, sizeof set, &set) != 0) {
-        snprintf(buf, len, "?");
-        return;
-    }
-    for (int c = 0; c < CPU_SETSIZE && o + 16 < len; c++) {
-        if (!CPU_ISSET(c, &set) || (c > 0 && CPU_ISSET(c - 1, &set)))
-            continue;
-        int e = c;
-        while (e + 1 < CPU_SETSIZE && CPU_ISSET(e + 1, &set))
-            e++;
-        int n = e > c ? snprintf(buf + o, len - o, "%s%d-%d", o ? "," : "", c, e)
-                      : snprintf(buf + o, len - o, "%s%d", o ? "," : "", c);
-        if (n > 0)
-            o += (size_t)n;
-    }
-}
-
 static int usage(void)
 {
     fprintf(stderr, "usage: bench_tiles [-r REPS] [-w WARMUP] [-m loop2d,batch3d,rows,rowbatch,whole] "
