@@ -29,8 +29,8 @@ static void *unwrap(void *p)
 int cb_batch_engine_init(const char **why)
 {
 #if CUDA_VERSION >= 13000
-    int v = 0;
-    if (!cb_drv.cuDriverGetVersion || cb_drv.cuDriverGetVersion(&v) != CUDA_SUCCESS) {
+    int v = cb_driver_version; /* driver.c asked, once; 0: it could not say */
+    if (v == 0) {
         *why = "cuDriverGetVersion failed";
         return 0;
     }

@@ -459,7 +459,8 @@ extern struct cb_driver cb_drv;
 /* Opens libcuda.so.1 (if it is loaded, or loadable) and fills cb_real and cb_drv;
  * returns 1 when a driver was found. */
 int cb_driver_load(void);
-/* cuDriverGetVersion's answer at load (13000 for 13.0), 0 when it had none. */
+/* cuDriverGetVersion's answer at load (13000 for 13.0), 0 when it had none:
+ * the one time cubatch asks it. */
 extern int cb_driver_version;
 /* A wrapper whose real function is missing: the quiet answer. */
 CUresult cb_absent(int hook);
