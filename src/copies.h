@@ -8,6 +8,25 @@
 
 #include <limits.h>
 
+/* The queued copies with adjacent ones merged (docs/design.md rule 18): a copy
+ * that continues the one before it (same entry point and stream argument, both
+ * ranges starting where the previous copy's end, each in the same allocation,
+ * no marker between) makes that entry longer instead of adding one.  Entry k
+ * covers the queued copies [first[k], first[k + 1]) (the last: to n of the
+ * queue); its hook and stream are theirs.  Kept as copies join (run.c), so that
+ * a submission finds it ready; the queue itself stays as the program made it,
+ * for the copy kernel and for replaying a refused entry copy by copy. */
+struct cb_merged {
+    CUdeviceptr *dsts, *srcs;
+    size_t *sizes;
+    unsigned char *hooks;
+    CUstream *streams;
+    size_t *first;
+    size_t n;
+    uintptr_t dst_end, src_end; /* the allocations of the last entry's sides (classify.c's end) */
+    size_t marks_at_last;       /* markers queued when the last copy joined */
+};
+
 /* Queued copies, struct-of-arrays, so that a batch needs no copying. */
 struct cb_copies {
     CUdeviceptr *dsts, *srcs;
@@ -22,6 +41,7 @@ struct cb_copies {
      * order; each goes out after every copy of the submission that carries it. */
     struct cb_marker *marks;
     size_t nmarks, capmarks;
+    struct cb_merged merged; /* the same copies, adjacent ones merged (n 0: merging off) */
 };
 
 /* An event record the program made on the run's stream (marker.c queues it). */

@@ -10,6 +10,14 @@
  * What an engine refuses is replayed copy by copy, so that the failing copy gets
  * the driver's own error and nothing is dropped (rule 9).
  *
+ * The batch API and the loop take the run's merged view (rule 18: copies that
+ * continue the one before them go out as one longer copy), the copy kernel the
+ * copies as they were queued: a kernel entry costs the host nothing, and each
+ * is one block's work, so merging would only take blocks away.  A run that
+ * merges into fewer copies than a batch takes goes out as those copies, on the
+ * copy engines, unless CUBATCH_ENGINE=kernel.  A refused merged copy is
+ * replayed as the copies it was made of.
+ *
  * Engines plug in through one table (struct cb_engine below): whether it takes
  * a run, how many copies one call of it may carry, and the call itself.  The
  * first engine of the table that takes a run executes it.
@@ -45,6 +53,7 @@ struct cb_engine {
     CUresult (*submit)(const struct cb_copies *c, size_t off, size_t n, CUstream stream,
                        const struct cb_stream_facts *f);
     int per_copy_streams;
+    int merges; /* it takes the run's merged view (rule 18) */
 };
 
 /* Rule 12: host memory copies go to the copy engines while another stream may
@@ -54,11 +63,23 @@ static int to_copy_engines(const struct cb_copies *c, const struct cb_stream_fac
     return c->has_host && f->sm_busy;
 }
 
-static int kernel_takes(const struct cb_copies *c, const struct cb_stream_facts *f)
+/* Rule 18: the run merges into fewer copies than a batch takes: they go out as
+ * such, on the copy engines, unless the kernel was asked for whenever it can. */
+static int merges_to_singles(const struct cb_copies *c)
+{
+    return c->merged.n != 0 && c->merged.n < cb_opt(CB_OPT_min_run) && cb_opt(CB_OPT_engine) == CB_ENGINE_AUTO;
+}
+
+/* The copy kernel would take these copies, the load of the GPU aside. */
+static int kernel_fits(const struct cb_copies *c)
 {
     return cb_kernel_usable && c->kernel_ok && c->arm == CB_ARM_STATIC && c->n >= cb_opt(CB_OPT_min_run) &&
-           !to_copy_engines(c, f) &&
-           cb_kernel_engine_ready(f->ctx);
+           !merges_to_singles(c);
+}
+
+static int kernel_takes(const struct cb_copies *c, const struct cb_stream_facts *f)
+{
+    return kernel_fits(c) && !to_copy_engines(c, f) && cb_kernel_engine_ready(f->ctx);
 }
 
 /* The legacy stream only through the fenced side stream, and only when the
@@ -113,9 +134,9 @@ static CUresult loop_submit(const struct cb_copies *c, size_t off, size_t n, CUs
 
 /* In order of preference: the first that takes a run executes it. */
 static const struct cb_engine cb_engines[] = {
-    {"kernel", kernel_takes, kernel_max, cb_kernel_engine_submit, 0},
-    {"batch", batch_takes, batch_max, batch_submit, 0},
-    {"loop", loop_takes, loop_max, loop_submit, 1},
+    {"kernel", kernel_takes, kernel_max, cb_kernel_engine_submit, 0, 0},
+    {"batch", batch_takes, batch_max, batch_submit, 0, 1},
+    {"loop", loop_takes, loop_max, loop_submit, 1, 1},
 };
 
 void cb_engines_init(void)
@@ -202,34 +223,91 @@ static CUresult replay(const struct cb_engine *e, const struct cb_copies *c, siz
  * ask whether other streams may be running SM work (run's context current). */
 static void check_load(const struct cb_copies *c, struct cb_stream_facts *f)
 {
-    if (!c->has_host || !c->kernel_ok || c->arm != CB_ARM_STATIC || !cb_kernel_usable || cb_opt(CB_OPT_engine) != CB_ENGINE_AUTO ||
-        c->n < cb_opt(CB_OPT_min_run))
+    if (!c->has_host || cb_opt(CB_OPT_engine) != CB_ENGINE_AUTO || !kernel_fits(c))
         return;
     CB_COUNT(load_checks);
     if (cb_smwork_note_busy(f))
         CB_COUNT(load_copy_engines);
 }
 
+#ifdef CB_DEBUG
+/* The merged view holds the queue's copies, in order, each entry a seamless
+ * stretch of copies of one entry point and stream. */
+static void check_merged(const struct cb_copies *c)
+{
+    const struct cb_merged *m = &c->merged;
+    CB_ASSERT(m->n <= c->n && (m->n == 0 || m->first[0] == 0));
+    for (size_t k = 0; k < m->n; k++) {
+        size_t to = k + 1 < m->n ? m->first[k + 1] : c->n, at = 0;
+        CB_ASSERT(m->first[k] < to);
+        for (size_t i = m->first[k]; i < to; at += c->sizes[i++])
+            CB_ASSERT(c->dsts[i] == m->dsts[k] + at && c->srcs[i] == m->srcs[k] + at && c->hooks[i] == m->hooks[k] &&
+                      c->streams[i] == m->streams[k]);
+        CB_ASSERT(at == m->sizes[k]);
+    }
+}
+#endif
+
+/* What an engine that merges takes (rule 18): the merged view of c, in *view,
+ * when some copy merged; else c itself. */
+static const struct cb_copies *merged_view(const struct cb_copies *c, struct cb_copies *view)
+{
+    const struct cb_merged *m = &c->merged;
+    CB_IF_DEBUG(check_merged(c));
+    if (m->n == 0 || m->n == c->n)
+        return c;
+    *view = *c;
+    view->dsts = m->dsts;
+    view->srcs = m->srcs;
+    view->sizes = m->sizes;
+    view->hooks = m->hooks;
+    view->streams = m->streams;
+    view->n = m->n;
+    return view;
+}
+
+/* The queued copies [*from, *to) of c that entries [off, off + n) of the
+ * view `mine` stand for. */
+static void covered(const struct cb_copies *c, const struct cb_copies *mine, size_t off, size_t n, size_t *from,
+                    size_t *to)
+{
+    if (mine == c) {
+        *from = off;
+        *to = off + n;
+        return;
+    }
+    *from = c->merged.first[off];
+    *to = off + n < mine->n ? c->merged.first[off + n] : c->n;
+}
+
 /* Every copy of c: on the side stream, or (side NULL) on the run's own stream. */
 static CUresult submit_on(const struct cb_copies *c, struct cb_stream_facts *f, CUstream side)
 {
     check_load(c, f);
+    struct cb_copies merged;
+    const struct cb_copies *view = merged_view(c, &merged);
     const struct cb_engine *e = cb_engines;
-    while (!e->takes(c, f))
+    while (!e->takes(e->merges ? view : c, f))
         e++;
-    cb_nvtx_submit_begin(c, e->name); /* a profiler's range for this submission (nvtx.c) */
+    const struct cb_copies *mine = e->merges ? view : c;
+    if (mine != c)
+        CB_COUNT_N(copies_merged, c->n - mine->n);
+    cb_nvtx_submit_begin(mine, c->n, e->name); /* a profiler's range for this submission (nvtx.c) */
     CUstream own = cb_facts_handle(f);
     CUstream stream = side ? side : e->per_copy_streams ? NULL : own;
     CUresult first = CUDA_SUCCESS;
-    size_t max = e->max_per_call(c);
-    for (size_t off = 0; off < c->n; off += max) {
-        size_t cnt = c->n - off < max ? c->n - off : max;
-        CUresult rc = e->submit(c, off, cnt, stream, f);
-        /* The loop engine's errors are the copies' own; any other engine's
-         * refusal is replayed.  Copies of one run never overlap, so running a
-         * copy again that the driver may already have done writes the same bytes. */
-        if (rc != CUDA_SUCCESS && !e->per_copy_streams)
-            rc = replay(e, c, off, cnt, side, rc);
+    /* the loop takes merged copies one at a time: a refused one is replayed alone */
+    size_t max = mine != c && e->per_copy_streams ? 1 : e->max_per_call(mine);
+    for (size_t off = 0; off < mine->n; off += max) {
+        size_t cnt = mine->n - off < max ? mine->n - off : max, from, to;
+        CUresult rc = e->submit(mine, off, cnt, stream, f);
+        covered(c, mine, off, cnt, &from, &to);
+        /* The loop engine's errors are the copies' own, a merged copy's
+         * aside; any other refusal is replayed, as the copies were queued.
+         * Copies of one run never overlap, so running a copy again that the
+         * driver may already have done writes the same bytes. */
+        if (rc != CUDA_SUCCESS && (!e->per_copy_streams || to - from > cnt))
+            rc = replay(e, c, from, to - from, side, rc);
         first = cb_first_error(first, rc);
     }
     cb_nvtx_submit_end();

@@ -3,7 +3,8 @@
  * The range's text, e.g. "cubatch: 256 copies H2D 1.0 MiB, kernel (flush_full)":
  * the copies of this submission, their directions as their entry points name
  * them (cuMemcpyAsync infers its direction from the pointers: "any"), their
- * bytes, the engine (kernel, batch, or loop: one by one) and the flush reason,
+ * bytes, what they were merged into (rule 18: "32 copies H2D 128.0 KiB merged
+ * into 1, loop"), the engine (kernel, batch, or loop: one by one) and the flush reason,
  * named as its counter in the report.  The marker's text, e.g. "cubatch: run
  * ended: a call naming the run's stream (flush_stream)", uses the reason's
  * meaning from stats.def. */
@@ -95,7 +96,7 @@ static void human_bytes(size_t b, char *out, size_t len)
         snprintf(out, len, "%.1f GiB", (double)b / (1 << 30));
 }
 
-void cb_nvtx_submit_begin(const struct cb_copies *c, const char *engine)
+void cb_nvtx_submit_begin(const struct cb_copies *c, size_t queued, const char *engine)
 {
     if (CB_LIKELY(!tool_attached()))
         return;
@@ -120,9 +121,11 @@ void cb_nvtx_submit_begin(const struct cb_copies *c, const char *engine)
         }
     human_bytes(bytes, size, sizeof size);
     int why = cb_nvtx_why;
-    char text[192];
-    snprintf(text, sizeof text, "cubatch: %zu cop%s %s %s, %s (%s)", c->n, c->n == 1 ? "y" : "ies", dirs, size, engine,
-             why >= 0 && why < CB_WHY_COUNT ? why_name[why] : "unknown reason");
+    char text[192], merged[48] = "";
+    if (queued != c->n)
+        snprintf(merged, sizeof merged, " merged into %zu", c->n);
+    snprintf(text, sizeof text, "cubatch: %zu cop%s %s %s%s, %s (%s)", queued, queued == 1 ? "y" : "ies", dirs, size,
+             merged, engine, why >= 0 && why < CB_WHY_COUNT ? why_name[why] : "unknown reason");
     nvtxEventAttributes_t a;
     message(&a, text);
     nvtxRangePushEx(&a);

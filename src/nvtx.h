@@ -21,12 +21,16 @@
  * its submission; a marker when the reason's row says so (CB_FD_MARK, stats.def:
  * not for a chunk, the timer or the pace rule). */
 void cb_nvtx_flush(enum cb_flush_why why);
-/* The range of one submission of c's copies by the named engine. */
-void cb_nvtx_submit_begin(const struct cb_copies *c, const char *engine);
+/* The range of one submission of c's copies by the named engine; queued: the
+ * copies the program made, when c merged them (rule 18) into fewer. */
+void cb_nvtx_submit_begin(const struct cb_copies *c, size_t queued, const char *engine);
 void cb_nvtx_submit_end(void);
 #else
 static inline void cb_nvtx_flush(enum cb_flush_why why) { (void)why; }
-static inline void cb_nvtx_submit_begin(const struct cb_copies *c, const char *engine) { (void)c, (void)engine; }
+static inline void cb_nvtx_submit_begin(const struct cb_copies *c, size_t queued, const char *engine)
+{
+    (void)c, (void)queued, (void)engine;
+}
 static inline void cb_nvtx_submit_end(void) {}
 #endif
 

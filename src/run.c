@@ -84,6 +84,7 @@ void cb_run_clear(struct cb_run *run, struct cb_standin *standin)
 {
     CB_ASSERT(cb_run_locked_here(run));
     run->q.n = 0;
+    run->q.merged.n = 0;
     cb_event_markers_gone(&run->q, run, standin);
     run->q.nmarks = 0;
     run->writes.n = 0;
@@ -204,9 +205,51 @@ static int run_grow(struct cb_run *run)
     GROW(sizes);
     GROW(hooks);
     GROW(streams);
+    GROW(merged.dsts);
+    GROW(merged.srcs);
+    GROW(merged.sizes);
+    GROW(merged.hooks);
+    GROW(merged.streams);
+    GROW(merged.first);
 #undef GROW
     run->q.cap = cap;
     return 0;
+}
+
+/* Rule 18: the copy continues the last merged entry (copies.h says how). */
+static int continues(const struct cb_copies *q, const struct cb_copy_req *rq)
+{
+    const struct cb_merged *m = &q->merged;
+    if (m->n == 0)
+        return 0;
+    size_t k = m->n - 1;
+    return m->marks_at_last == q->nmarks && m->hooks[k] == rq->hook && m->streams[k] == rq->stream &&
+           m->dsts[k] + m->sizes[k] == rq->dst && m->srcs[k] + m->sizes[k] == rq->src && rq->dcls.end != 0 &&
+           rq->dcls.end == m->dst_end && rq->scls.end != 0 && rq->scls.end == m->src_end;
+}
+
+/* The copy just queued (index i) joins the merged view: the last entry grows,
+ * or it begins one.  Merging switched off, the view stays empty. */
+static void merge_copy(struct cb_copies *q, size_t i, const struct cb_copy_req *rq)
+{
+    struct cb_merged *m = &q->merged;
+    if (!cb_opt(CB_OPT_merge_adjacent))
+        return;
+    CB_ASSERT(m->n <= i && (m->n > 0) == (i > 0)); /* a run merges from its first copy or not at all */
+    if (continues(q, rq)) {
+        m->sizes[m->n - 1] += rq->bytes;
+    } else {
+        size_t k = m->n++;
+        m->dsts[k] = rq->dst;
+        m->srcs[k] = rq->src;
+        m->sizes[k] = rq->bytes;
+        m->hooks[k] = (unsigned char)rq->hook;
+        m->streams[k] = rq->stream;
+        m->first[k] = i;
+        m->dst_end = rq->dcls.end;
+        m->src_end = rq->scls.end;
+    }
+    m->marks_at_last = q->nmarks;
 }
 
 int cb_run_append(struct cb_run *run, const struct cb_copy_req *rq)
@@ -226,6 +269,7 @@ int cb_run_append(struct cb_run *run, const struct cb_copy_req *rq)
     run->feed.kind |= rq->scls.kind == CB_MEM_HOST && rq->dcls.kind != CB_MEM_HOST ? CB_CHUNK_H2D : 0u;
     run->q.has_host |= rq->scls.kind == CB_MEM_HOST || rq->dcls.kind == CB_MEM_HOST;
     run->q.kernel_ok = (i == 0 || run->q.kernel_ok) && rq->kernel_ok;
+    merge_copy(&run->q, i, rq);
     return 0;
 }
 

@@ -115,8 +115,11 @@ static struct cb_run *store_create(const struct cb_run_key *key)
         CB_ASSERT(!run->live && run->q.n == 0 && !run->q.nmarks && !run->active && !run->queued && !run->marked);
         memset(&run->key, 0, sizeof *run - offsetof(struct cb_run, key));
         atomic_store_explicit(&run->warm, 0, memory_order_relaxed); /* a stale note may have written it */
+        struct cb_merged m = q.merged;
         run->q = (struct cb_copies){.dsts = q.dsts, .srcs = q.srcs, .sizes = q.sizes, .hooks = q.hooks,
-                                    .streams = q.streams, .cap = q.cap, .marks = q.marks, .capmarks = q.capmarks};
+                                    .streams = q.streams, .cap = q.cap, .marks = q.marks, .capmarks = q.capmarks,
+                                    .merged = {.dsts = m.dsts, .srcs = m.srcs, .sizes = m.sizes, .hooks = m.hooks,
+                                               .streams = m.streams, .first = m.first}};
         run->writes = (struct cb_iset){w.v, 0, w.cap};
         run->reads = (struct cb_iset){r.v, 0, r.cap};
     } else {
@@ -226,7 +229,7 @@ void cb_runs_atfork_child(void)
         cb_free_runs = run;
     }
     for (run = cb_free_runs; run; run = run->next_free) {
-        run->q.n = 0;
+        run->q.n = run->q.merged.n = 0;
         run->writes.n = run->reads.n = 0;
         atomic_store(&run->mu, 0);
         CB_IF_DEBUG(run->locker = 0;)

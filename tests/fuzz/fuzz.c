@@ -74,6 +74,7 @@ struct op {
     int s;             /* stream slot: 0 legacy, 1 per-thread, 2.. created */
     int a, b;          /* allocation slots: destination, source */
     size_t ao, bo, n;
+    size_t size_at[2]; /* a copy as drawn: its slots' sizes (a copy continuing it needs them unchanged) */
     int e;
     unsigned val;      /* memset value, pattern, hfunc constant, stream flags, capture mode, kernel polls */
     unsigned grid, block; /* kernel: blocks, threads per block */
@@ -1092,6 +1093,43 @@ static void pick_handle(struct op *o, int s)
     }
 }
 
+/* Each stream's previous copy as generated: the next copy may continue it. */
+static struct op g_prev_copy[NSTREAM];
+
+/* Ranges for o, a copy between the slots of p, its stream's previous copy,
+ * through the same entry point, drawn for rule 18: both sides continue p's (the
+ * merged case), one side only (kept apart), or the destination overlapping the
+ * end of p's (a hazard: the run goes out first); 0 when they do not fit. */
+static int continue_ranges(struct op *o, const struct op *p, const struct model *m)
+{
+    size_t n = pct(70) ? p->n : 1 + rn(4096), ao = p->ao + p->n, bo = p->bo + p->n;
+    switch (rn(5)) {
+    case 0: ao = pick_off(m->size[o->a], n); break;
+    case 1: bo = pick_off(m->size[o->b], n); break;
+    case 2: ao -= 1 + rn(p->n < 64 ? p->n : 64); break;
+    default: break;
+    }
+    if (ao + n > m->size[o->a] || bo + n > m->size[o->b])
+        return 0;
+    o->n = n, o->ao = ao, o->bo = bo;
+    return !ranges_overlap(o);
+}
+
+/* The previous copy p of o's stream may be continued by o: the same entry
+ * point, stream argument and slots, still live and allowed. */
+static int may_continue(struct op *o, const struct op *p, const struct model *m, unsigned allowed)
+{
+    if (p->type != O_COPY || p->err || p->n == 0 || p->s != o->s || !pct(40))
+        return 0;
+    for (int side = 0; side < 2; side++) {
+        int slot = side ? p->b : p->a;
+        if (slot < 0 || slot >= NSLOT || !m->live[slot] || !(allowed >> slot & 1) || m->size[slot] != p->size_at[side])
+            return 0;
+    }
+    o->api = p->api, o->hf = p->hf, o->ptsz = p->ptsz, o->a = p->a, o->b = p->b;
+    return 1;
+}
+
 /* A stream op (copy, memset, hfunc) on slot set `allowed`; 0 on success. */
 static int gen_stream_op(struct op *o, const struct model *m, const struct view *vw, int s, unsigned allowed,
                          int nopage)
@@ -1104,7 +1142,10 @@ static int gen_stream_op(struct op *o, const struct model *m, const struct view 
     int r = (int)rn(100);
     if (r < 70) {
         o->type = O_COPY;
-        o->api = (int)rn(NAPI);
+        struct op *prev = s >= 0 && s < NSTREAM ? &g_prev_copy[s] : NULL;
+        int cont = prev && may_continue(o, prev, m, allowed);
+        if (!cont)
+            o->api = (int)rn(NAPI);
         int (*dk)(int) = NULL, (*sk)(int) = NULL;
         if (o->api == A_H2D) dk = ok_dev, sk = ok_host;
         if (o->api == A_D2H) dk = ok_host, sk = ok_dev;
@@ -1113,15 +1154,21 @@ static int gen_stream_op(struct op *o, const struct model *m, const struct view 
             if (!dk) dk = ok_notpage;
             if (!sk) sk = ok_notpage;
         }
-        o->a = pick_slot(m, allowed, dk);
-        o->b = pct(20) ? o->a : pick_slot(m, allowed, sk);
+        if (cont && ((dk && !dk(m->kind[o->a])) || (sk && !sk(m->kind[o->b]))))
+            cont = 0, o->api = (int)rn(NAPI), pick_handle(o, s);
+        if (!cont) {
+            o->a = pick_slot(m, allowed, dk);
+            o->b = pct(20) ? o->a : pick_slot(m, allowed, sk);
+        }
         if (o->a < 0 || o->b < 0)
             return -1;
         if (o->a == o->b && sk && !sk(m->kind[o->a]))
             return -1;
         if (nopage && (m->kind[o->a] == K_PAGE || m->kind[o->b] == K_PAGE))
             return -1;
-        pick_ranges(o, m);
+        if (!cont || !continue_ranges(o, prev, m))
+            pick_ranges(o, m);
+        o->size_at[0] = m->size[o->a], o->size_at[1] = m->size[o->b];
         if (o->n > 1 && pct(nopage ? 0 : 2)) {
             int side = o->api == A_D2H ? o->b : o->a;
             if (is_devside(m->kind[side])) {
@@ -1140,6 +1187,8 @@ static int gen_stream_op(struct op *o, const struct model *m, const struct view 
             /* a copy on a handle that was destroyed earlier */
             o->err = 2;
         }
+        if (prev)
+            *prev = *o;
         return 0;
     }
     if (r < 85) {
@@ -1481,6 +1530,7 @@ static void generate(uint64_t seed, int len)
     rng_state = seed * 0x2545F4914F6CDD1Dull + 7;
     model_init(&g_m);
     g_nops = 0;
+    memset(g_prev_copy, 0, sizeof g_prev_copy);
     int nslots = 4 + (int)rn(NSLOT - 3);
     for (int i = 0; i < nslots; i++) {
         gen_alloc(&g_ops[g_nops], i);
@@ -2460,6 +2510,8 @@ static int seed_env(uint64_t seed, char env[][96], int max)
     snprintf(env[k++], 96, "CUBATCH_ENGINE=%s", engines[rn(4)]);
     if (pct(30))
         snprintf(env[k++], 96, "CUBATCH_PIPELINE=0");
+    if (pct(15)) /* rule 18 off: every copy its own entry */
+        snprintf(env[k++], 96, "CUBATCH_MERGE_ADJACENT=0");
     if (pct(25))
         snprintf(env[k++], 96, "CUBATCH_MAX_COPY=%s", pct(50) ? "64K" : "4M");
     /* The pace rule (off by default: 1 s).  On the simulated driver calls are

@@ -47,7 +47,8 @@ if len(rows) < 2 or not marked:
 counters = json.load(open(rep))["counters"]
 flushes = sum(v for k, v in counters.items() if k.startswith("flush_"))
 text = re.compile(r"^cubatch: (\d+) cop(y|ies) ((H2D|D2H|D2D|H2H|any)(\+(H2D|D2H|D2D|H2H|any))*) "
-                  r"\d+(\.\d)? (B|KiB|MiB|GiB), (kernel|batch|loop) \((flush_[a-z]+)\)$")
+                  r"\d+(\.\d)? (B|KiB|MiB|GiB)(?P<merged> merged into \d+)?, (?P<engine>kernel|batch|loop) "
+                  r"\((?P<why>flush_[a-z]+)\)$")
 open_, ranges, marks, errors, last_mark = {}, [], 0, [], {}
 for ln in lines:
     kind, tid, msg = (ln.split(" ", 2) + [""])[:3]
@@ -60,9 +61,11 @@ for ln in lines:
             errors.append("range text: %r" % msg)
             continue
         ranges.append(msg)
-        if m.group(9) != engine and engine != "any":
-            errors.append("engine %s, expected %s: %r" % (m.group(9), engine, msg))
-        why = m.group(10)
+        if m.group("merged") and m.group("engine") == "kernel":
+            errors.append("the copy kernel takes copies unmerged: %r" % msg)
+        elif m.group("engine") != engine and engine != "any" and not m.group("merged"):
+            errors.append("engine %s, expected %s: %r" % (m.group("engine"), engine, msg))
+        why = m.group("why")
         call = why in marked
         if call != (last_mark.get(tid) == why):
             errors.append("marker for %r: %r" % (msg, last_mark.get(tid)))
@@ -109,11 +112,21 @@ want kernel 'push cubatch: 32 copies H2D 128.0 KiB, kernel (flush_full)' \
     'mark cubatch: run ended: the next copy overlaps a queued one (flush_hazard)' \
     'push cubatch: 256 copies H2D+D2H 1.0 MiB, kernel (flush_hazard)'
 
-run batch NVTX_INJECTION64_PATH="$INJ" CUBATCH_ENGINE=batch
+# each engine by itself: merging (rule 18) would send the demo's adjacent
+# copies as one, through the loop
+run batch NVTX_INJECTION64_PATH="$INJ" CUBATCH_ENGINE=batch CUBATCH_MERGE_ADJACENT=0
 verify batch batch || fail=1
 want batch 'push cubatch: 32 copies H2D 128.0 KiB, batch (flush_full)'
 
-run loop NVTX_INJECTION64_PATH="$INJ" CUBATCH_ENGINE=batch CUBATCH_MIN_RUN=32768
+run merged NVTX_INJECTION64_PATH="$INJ" CUBATCH_ENGINE=batch
+verify merged any || fail=1
+if grep -q '^push [0-9]* cubatch: [0-9]* copies [A-Z2+]* [0-9.]* [KM]*i*B merged into [0-9]*, loop' "$d/merged.nvtx"; then
+    ok "merged: a range says what its copies were merged into"
+else
+    bad "merged: no range of merged copies in: $(head -5 "$d/merged.nvtx")"
+fi
+
+run loop NVTX_INJECTION64_PATH="$INJ" CUBATCH_ENGINE=batch CUBATCH_MIN_RUN=32768 CUBATCH_MERGE_ADJACENT=0
 verify loop loop || fail=1
 want loop 'push cubatch: 32 copies H2D 128.0 KiB, loop (flush_full)'
 

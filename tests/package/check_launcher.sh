@@ -50,9 +50,9 @@ flags=$("$C" --max-batch=8 --policy=all --off -- sh -c 'printf "%s %s %s" "$CUBA
 [ "$flags" = "8 all 0" ] && ok "flags become CUBATCH_ variables" || bad "flags gave '$flags'"
 
 json=$b/launcher-stats.json
-"$C" --stats=json --stats-file="$json" --engine=batch --max-batch=8 -- "$b/tests/probe" d2h_20 >/dev/null 2>&1; rc=$?
+"$C" --stats=json --stats-file="$json" --engine=batch --max-batch=8 --merge-adjacent=0 -- "$b/tests/probe" d2h_20 >/dev/null 2>&1; rc=$?
 if [ $rc -eq 0 ] && grep -q '"batch_max":8,' "$json" && grep -q '"batches":3,' "$json"; then
-    ok "JSON report, with --max-batch honoured"
+    ok "JSON report, with --max-batch and --merge-adjacent honoured"
 else
     bad "JSON report (exit $rc): $(cat "$json" 2>/dev/null)"
 fi

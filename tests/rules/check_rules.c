@@ -73,13 +73,19 @@ static struct run run_prog(const char *prog, const char *scenario, int preload, 
      * (pass_time_us), so batch counts are exact on an idle or a busy machine.
      * Runs go out whole (no pipelining) unless a test asks, so that each
      * scenario's batches follow its own structure. */
-    int own_pipeline = 0, own_engine = 0;
+    int own_pipeline = 0, own_engine = 0, own_merge = 0;
     for (const char *const *e = extra; e && *e; e++) {
         own_pipeline |= !strncmp(*e, "CUBATCH_PIPELINE=", 17);
         own_engine |= !strncmp(*e, "CUBATCH_ENGINE=", 15);
+        own_merge |= !strncmp(*e, "CUBATCH_MERGE_ADJACENT=", 23);
     }
     if (!own_pipeline && preload != CB_SHIPPED)
         env[ne++] = "CUBATCH_PIPELINE=0";
+    /* Each copy its own batch entry, unless a test (merging's) says otherwise:
+     * the scenarios copy slices of one buffer, which merging would make one
+     * copy, and the counters the tests assert are of batching itself. */
+    if (!own_merge && preload != CB_SHIPPED)
+        env[ne++] = "CUBATCH_MERGE_ADJACENT=0";
     /* The batch API engine, unless a test (the kernel engine's) says otherwise. */
     if (!own_engine && preload != CB_SHIPPED)
         env[ne++] = "CUBATCH_ENGINE=batch";
@@ -2226,6 +2232,133 @@ START_TEST(a_dead_contexts_handles_serve_no_new_one)
 }
 END_TEST
 
+/* ---- rule 18: adjacent copies merged ------------------------------------------------------ */
+
+/* A scenario without cubatch and with cubatch as it ships (the counters of
+ * the second), with `extra` set for both: both right, the same observed. */
+static struct pair as_shipped(const char *scenario, const char *const *extra)
+{
+    struct pair p = {probe(scenario, 0, extra), probe(scenario, CB_SHIPPED, extra)};
+    char without[96], with[96];
+    snprintf(without, sizeof without, "%s without cubatch", scenario);
+    snprintf(with, sizeof with, "%s with cubatch as shipped", scenario);
+    ASSERT_OK(p.plain, without);
+    same_as_plain(&p.plain, &p.shim, with);
+    return p;
+}
+
+START_TEST(adjacent_copies_go_out_as_one)
+{
+    /* 63 deferred 4K copies, each continuing the one before: the first chunk
+     * (32) and the rest (31) go out as one copy each, on the copy engines */
+    struct pair p = as_shipped("merge_contiguous", NULL);
+    STAT_EQ(p.shim, "deferred", 63);
+    STAT_EQ(p.shim, "copies_merged", 61);
+    ck_assert_int_eq(num_of(&p.shim, "h2d_calls: "), 3);
+    ck_assert_int_eq(num_of(&p.plain, "h2d_calls: "), 64);
+    STAT_EQ(p.shim, "kernel_launches", 0);
+    STAT_EQ(p.shim, "batches", 0);
+    pair_free(&p);
+    /* beyond the copy kernel's reach: 8 copies of 512K, one copy of 4M */
+    p = as_shipped("merge_big", NULL);
+    STAT_EQ(p.shim, "copies_merged", 7);
+    ck_assert_int_eq(num_of(&p.shim, "h2d_calls: "), 2);
+    STAT_EQ(p.shim, "batches", 0);
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(only_copies_that_continue_on_both_sides_merge)
+{
+    /* half the copies continue on the source side only, half on the
+     * destination side only: nothing merges, whichever engine takes them */
+    const char *batch[] = {"CUBATCH_ENGINE=batch", NULL};
+    for (int i = 0; i < 2; i++) {
+        struct pair p = as_shipped("merge_scattered", i ? batch : NULL);
+        STAT_EQ(p.shim, "deferred", 63);
+        STAT_EQ(p.shim, "copies_merged", 0);
+        if (i)
+            STAT_EQ(p.shim, "batched_copies", 63);
+        else
+            STAT_GE(p.shim, "kernel_launches", 1);
+        pair_free(&p);
+    }
+}
+END_TEST
+
+START_TEST(runs_of_adjacent_blocks_merge_for_the_copy_engines)
+{
+    /* runs of 4 adjacent blocks, scattered: the copy kernel takes them as
+     * they came (each entry is one block's work); the batch API gets each
+     * run as one entry: chunks of 32 and 31 copies, 9 and 8 entries */
+    struct pair p = as_shipped("merge_kv4", NULL);
+    STAT_EQ(p.shim, "copies_merged", 0);
+    STAT_EQ(p.shim, "kernel_copies", 63);
+    pair_free(&p);
+    const char *batch[] = {"CUBATCH_ENGINE=batch", NULL};
+    p = as_shipped("merge_kv4", batch);
+    STAT_EQ(p.shim, "copies_merged", 46);
+    STAT_EQ(p.shim, "batches", 2);
+    STAT_EQ(p.shim, "batched_copies", 17);
+    pair_free(&p);
+    /* CUBATCH_ENGINE=kernel: the kernel even where a run merges into one copy */
+    const char *kernel[] = {"CUBATCH_ENGINE=kernel", NULL};
+    p = as_shipped("merge_contiguous", kernel);
+    STAT_EQ(p.shim, "copies_merged", 0);
+    STAT_EQ(p.shim, "kernel_copies", 63);
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(what_lies_between_keeps_copies_apart)
+{
+    /* an event record, the end of a host registration, another entry point:
+     * the copies before and after go out as their own entries */
+    const struct { const char *scenario; long merged, batched; } cases[] = {
+        {"merge_marker", 6, 2},
+        {"merge_two_regs", 6, 2},
+        {"merge_two_hooks", 0, 8},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct pair p = as_shipped(cases[i].scenario, NULL);
+        STAT_EQ(p.shim, "deferred", 8);
+        STAT_EQ(p.shim, "copies_merged", cases[i].merged);
+        STAT_EQ(p.shim, "batched_copies", cases[i].batched);
+        pair_free(&p);
+    }
+    /* switched off, nothing merges */
+    const char *off[] = {"CUBATCH_MERGE_ADJACENT=0", NULL};
+    struct pair p = as_shipped("merge_big", off);
+    STAT_EQ(p.shim, "copies_merged", 0);
+    STAT_EQ(p.shim, "batched_copies", 8);
+    pair_free(&p);
+}
+END_TEST
+
+START_TEST(a_refused_merged_copy_is_replayed_as_the_programs_copies)
+{
+    /* the driver refuses copies over 512K: the merged 4M copy (the loop's) and
+     * the two merged entries (the batch API's) are replayed as the program's
+     * copies, which it takes; the program sees what it sees without cubatch */
+    const char *limit[] = {"CUSIM_MAX_COPY=524288", NULL};
+    const char *scenarios[] = {"merge_big", "merge_marker"};
+    for (int i = 0; i < 2; i++) {
+        struct pair p = as_shipped(scenarios[i], limit);
+        STAT_EQ(p.shim, "batch_errors", 1);
+        STAT_EQ(p.shim, "replayed", 8);
+        STAT_EQ(p.shim, "replay_errors", 0);
+        pair_free(&p);
+    }
+    /* one of the program's copies is itself too long: it fails alone, with
+     * the driver's error, at the synchronize instead of its own call */
+    struct pair p = as_shipped("merge_own_error", limit);
+    char buf[32];
+    ck_assert_str_eq(line_of(&p.shim, "rc: first_error ", buf, sizeof buf), "1");
+    STAT_EQ(p.shim, "replay_errors", 1);
+    pair_free(&p);
+}
+END_TEST
+
 int main(void)
 {
     const struct th_case cases[] = {
@@ -2259,6 +2392,9 @@ int main(void)
         {"newer_drivers", TH_TESTS(newer_host_function_observes, newer_copy_with_attributes_keeps_its_place,
                                    newer_captures_are_never_deferred_into, a_function_no_table_names_submits_the_runs,
                                    an_older_driver_gets_nothing_new_wrapped)},
+        {"merging", TH_TESTS(adjacent_copies_go_out_as_one, only_copies_that_continue_on_both_sides_merge,
+                             runs_of_adjacent_blocks_merge_for_the_copy_engines, what_lies_between_keeps_copies_apart,
+                             a_refused_merged_copy_is_replayed_as_the_programs_copies)},
         {"interposition", TH_TESTS(every_path_reaches_the_right_wrapper)},
         {"markers", TH_TESTS(records_join_the_run, every_observer_submits_the_marker,
                              markers_of_other_threads_and_the_legacy_stream, records_others_may_see_pass_through,

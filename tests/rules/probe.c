@@ -3716,6 +3716,104 @@ static void sc_err_unknown(void)
     err_end(&e);
 }
 
+/* ---- rule 18: adjacent copies merged -------------------------------------------- */
+
+/* Host-to-device copies of blocks on one stream, then a synchronize, the
+ * device buffer read back block by block, synchronously (a driver limit of
+ * CUSIM_MAX_COPY must not refuse the check itself):
+ *   contiguous  1 + 63 blocks of 4K in order: both sides continue
+ *   scattered   64 blocks of 4K: the first half to scattered places, the
+ *               second half from them: one side continues, never both
+ *   kv4         64 blocks of 4K in runs of 4 adjacent ones, the runs scattered
+ *   big         1 + 8 blocks of 512K in order (beyond the copy kernel's reach)
+ *   marker      big, with an event recorded after the fifth block
+ *   two_regs    big, from two host registrations side by side (one buffer)
+ *   two_hooks   big, every other copy through cuMemcpyAsync
+ *   own_error   big, the fourth block's copy 768K: more than CUSIM_MAX_COPY
+ *               takes, when the test sets it, for the program as for the
+ *               copy merged from it
+ * Prints h2d_calls (copies through cuMemcpyHtoDAsync_v2) and the first error. */
+enum merge_shape { MS_CONTIGUOUS, MS_SCATTERED, MS_KV4, MS_BIG, MS_MARKER, MS_TWO_REGS, MS_TWO_HOOKS, MS_OWN_ERROR };
+static void merge_copies(enum merge_shape shape)
+{
+    int small = shape == MS_CONTIGUOUS || shape == MS_SCATTERED || shape == MS_KV4;
+    size_t bs = small ? 4096 : (size_t)512 << 10, nb = small ? 64 : 9;
+    size_t total = nb * bs + (shape == MS_OWN_ERROR ? bs / 2 : 0);
+    unsigned char *in, *out = malloc(total), *want = malloc(total);
+    if (shape == MS_TWO_REGS) {
+        in = aligned_alloc(4096, total);
+        CK(cuMemHostRegister_v2(in, 5 * bs, 0));
+        CK(cuMemHostRegister_v2(in + 5 * bs, total - 5 * bs, 0));
+    } else {
+        in = pinned(total);
+    }
+    fill(in, total, 71);
+    CUdeviceptr d = devmem(total);
+    CK(cuMemsetD8Async(d, 0, total, NULL));
+    CK(cuCtxSynchronize());
+    memset(want, 0, total);
+    CUstream s = mkstream(0);
+    CUevent ev = NULL;
+    CK(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+    unsigned long before = sim_count("cuMemcpyHtoDAsync_v2");
+    int first = 0;
+    size_t off = 0;
+    for (size_t i = 0; i < nb; i++) {
+        size_t src = i * bs, dst = i * bs, n = bs;
+        if (shape == MS_SCATTERED)
+            *(i < nb / 2 ? &dst : &src) = (i * 37 % nb) * bs;
+        if (shape == MS_KV4)
+            src = dst = ((i / 4 * 7 % (nb / 4)) * 4 + i % 4) * bs;
+        if (!small) { /* blocks one after another: the own_error's fourth is longer */
+            src = dst = off;
+            n = shape == MS_OWN_ERROR && i == 4 ? bs + bs / 2 : bs;
+            off += n;
+        }
+        CUresult rc;
+        if (shape == MS_TWO_HOOKS && i % 2)
+            rc = cuMemcpyAsync(d + dst, (CUdeviceptr)(uintptr_t)(in + src), n, s);
+        else
+            rc = cuMemcpyHtoDAsync_v2(d + dst, in + src, n, s);
+        if (rc == CUDA_SUCCESS)
+            memcpy(want + dst, in + src, n);
+        else if (!first)
+            first = rc;
+        if (shape == MS_MARKER && i == 4)
+            CK(cuEventRecord(ev, s));
+    }
+    CUresult rc = cuStreamSynchronize(s);
+    if (rc && !first)
+        first = rc;
+    printf("h2d_calls: %lu\n", sim_count("cuMemcpyHtoDAsync_v2") - before);
+    printf("rc: first_error %d\n", first);
+    for (size_t at = 0; at < total; at += bs)
+        CK(cuMemcpyDtoH_v2(out + at, d + at, total - at < bs ? total - at : bs));
+    if (first) /* a deferred copy's error comes later than its call: what it left is the digest's */
+        digest(out, total);
+    else
+        expect("merged copies", out, want, total);
+    CK(cuEventDestroy_v2(ev));
+    CK(cuStreamDestroy_v2(s));
+    CK(cuMemFree_v2(d));
+    if (shape == MS_TWO_REGS) {
+        CK(cuMemHostUnregister(in));
+        CK(cuMemHostUnregister(in + 5 * bs));
+        free(in);
+    } else {
+        CK(cuMemFreeHost(in));
+    }
+    free(out);
+    free(want);
+}
+static void sc_merge_contiguous(void) { merge_copies(MS_CONTIGUOUS); }
+static void sc_merge_scattered(void) { merge_copies(MS_SCATTERED); }
+static void sc_merge_kv4(void) { merge_copies(MS_KV4); }
+static void sc_merge_big(void) { merge_copies(MS_BIG); }
+static void sc_merge_marker(void) { merge_copies(MS_MARKER); }
+static void sc_merge_two_regs(void) { merge_copies(MS_TWO_REGS); }
+static void sc_merge_two_hooks(void) { merge_copies(MS_TWO_HOOKS); }
+static void sc_merge_own_error(void) { merge_copies(MS_OWN_ERROR); }
+
 static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"basic", sc_basic},           {"chain", sc_chain},
     {"overwrite", sc_overwrite},   {"query", sc_query},
@@ -3780,6 +3878,9 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"capture_launch", sc_capture_launch}, {"capture_beside_thread", sc_capture_beside_thread},
     {"capture_beside_own", sc_capture_beside_own}, {"capture_first_kernel", sc_capture_first_kernel},
     {"capture_first_kernel_own", sc_capture_first_kernel_own},
+    {"merge_contiguous", sc_merge_contiguous}, {"merge_scattered", sc_merge_scattered}, {"merge_kv4", sc_merge_kv4},
+    {"merge_big", sc_merge_big},     {"merge_marker", sc_merge_marker}, {"merge_two_regs", sc_merge_two_regs},
+    {"merge_two_hooks", sc_merge_two_hooks}, {"merge_own_error", sc_merge_own_error},
 };
 
 int main(int argc, char **argv)

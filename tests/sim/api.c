@@ -389,6 +389,8 @@ static CUresult copy_op_ex(struct call *c, void *dst, const void *src, size_t n,
         return rc;
     if (n == 0)
         return CUDA_SUCCESS;
+    if (sim_cfg.max_copy && n > sim_cfg.max_copy)
+        return CUDA_ERROR_INVALID_VALUE;
     dst = unalias(dst);
     src = unalias(src);
     if ((rc = classify(dst, n, dside, &di, "copy-dst")))
@@ -614,7 +616,7 @@ static CUresult batch_op(struct call *c, CUdeviceptr *dsts, CUdeviceptr *srcs, s
             return CUDA_ERROR_INVALID_VALUE;
     }
     for (size_t i = 0; i < count; i++)
-        if (sizes[i] == 0) {
+        if (sizes[i] == 0 || (sim_cfg.max_copy && sizes[i] > sim_cfg.max_copy)) {
             if (failIdx)
                 *failIdx = i;
             return CUDA_ERROR_INVALID_VALUE;

@@ -2878,7 +2878,7 @@ int main(void)
 {
     static const char *const vars[] = { "CUSIM_BATCH_ORDER", "CUSIM_FAIL", "CUSIM_MISSING", "CUSIM_DRIVER_VERSION",
                                         "CUSIM_DEVICES", "CUSIM_LOG", "CUSIM_SEED",
-                                        "CUSIM_REGISTERED_ALIAS", "CUSIM_DEP_ORDER" };
+                                        "CUSIM_REGISTERED_ALIAS", "CUSIM_DEP_ORDER", "CUSIM_MAX_COPY" };
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         unsetenv(vars[i]);
     SRunner *r = srunner_create(sim_suite());

@@ -51,6 +51,8 @@ static void load_config(void)
         else
             sim_cfg.batch_order = ORDER_REVERSE;
     }
+    if ((e = getenv("CUSIM_MAX_COPY")) && *e)
+        sim_cfg.max_copy = strtoull(e, NULL, 0);
     if ((e = getenv("CUSIM_DEP_ORDER")) && *e)
         sim_cfg.deps_reversed = !strcmp(e, "reverse");
     if ((e = getenv("CUSIM_SEED")) && *e)

@@ -24,6 +24,7 @@ struct sim_config {
     int driver_version;
     int devices;
     int batch_order;
+    size_t max_copy; /* CUSIM_MAX_COPY: a copy or batch entry larger than this is refused (0: none) */
     int deps_reversed;             /* CUSIM_DEP_ORDER=reverse: a node's last dependency runs first */
     unsigned long long seed;
     char missing[64][96];

@@ -34,10 +34,11 @@ trap 'rm -rf "$tmp"' EXIT
 
 # The scope of one call: letters of the runs whose batch came before it.  The
 # simulated driver acts as the newest one it can (CUSIM_DRIVER_VERSION), so that
-# the rows of functions newer than 13.0 reach it too (rule 17).
+# the rows of functions newer than 13.0 reach it too (rule 17).  Each run is
+# known by its number of copies, so none is merged (rule 18).
 observe() { # name mode
     log="$tmp/$1.$2.log"
-    env -i PATH=/usr/bin:/bin LD_LIBRARY_PATH="$simdir" LD_PRELOAD="$lib $clock" CUSIM_LOG="$log" CUSIM_DRIVER_VERSION=13060 CUBATCH_PIPELINE=0 \
+    env -i PATH=/usr/bin:/bin LD_LIBRARY_PATH="$simdir" LD_PRELOAD="$lib $clock" CUSIM_LOG="$log" CUSIM_DRIVER_VERSION=13060 CUBATCH_PIPELINE=0 CUBATCH_MERGE_ADJACENT=0 \
         ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1 \
         TSAN_OPTIONS=halt_on_error=1:report_signal_unsafe=0 \
         "$flushcall" "$1" "$2" >"$tmp/$1.$2.out" 2>&1 || { echo "$1 $2 FAILED-TO-RUN"; return; }
