@@ -23,8 +23,16 @@ struct cb_merged {
     CUstream *streams;
     size_t *first;
     size_t n;
-    uintptr_t dst_end, src_end; /* the allocations of the last entry's sides (classify.c's end) */
-    size_t marks_at_last;       /* markers queued when the last copy joined */
+    /* What a copy must match to continue the last entry, kept together: where
+     * its ranges end, their allocations' ends (classify.c), its entry point
+     * and stream argument, the markers queued when its last copy joined. */
+    struct cb_merge_tail {
+        CUdeviceptr dst_next, src_next;
+        uintptr_t dst_end, src_end;
+        CUstream stream;
+        size_t marks;
+        int hook;
+    } tail;
 };
 
 /* Queued copies, struct-of-arrays, so that a batch needs no copying. */

@@ -217,15 +217,12 @@ static int run_grow(struct cb_run *run)
 }
 
 /* Rule 18: the copy continues the last merged entry (copies.h says how). */
-static int continues(const struct cb_copies *q, const struct cb_copy_req *rq)
+static int continues(const struct cb_merged *m, size_t nmarks, const struct cb_copy_req *rq)
 {
-    const struct cb_merged *m = &q->merged;
-    if (m->n == 0)
-        return 0;
-    size_t k = m->n - 1;
-    return m->marks_at_last == q->nmarks && m->hooks[k] == rq->hook && m->streams[k] == rq->stream &&
-           m->dsts[k] + m->sizes[k] == rq->dst && m->srcs[k] + m->sizes[k] == rq->src && rq->dcls.end != 0 &&
-           rq->dcls.end == m->dst_end && rq->scls.end != 0 && rq->scls.end == m->src_end;
+    const struct cb_merge_tail *t = &m->tail;
+    return m->n > 0 && t->dst_next == rq->dst && t->src_next == rq->src && t->dst_end == rq->dcls.end &&
+           t->src_end == rq->scls.end && rq->dcls.end != 0 && rq->scls.end != 0 && t->hook == rq->hook &&
+           t->stream == rq->stream && t->marks == nmarks;
 }
 
 /* The copy just queued (index i) joins the merged view: the last entry grows,
@@ -236,7 +233,7 @@ static void merge_copy(struct cb_copies *q, size_t i, const struct cb_copy_req *
     if (!cb_opt(CB_OPT_merge_adjacent))
         return;
     CB_ASSERT(m->n <= i && (m->n > 0) == (i > 0)); /* a run merges from its first copy or not at all */
-    if (continues(q, rq)) {
+    if (continues(m, q->nmarks, rq)) {
         m->sizes[m->n - 1] += rq->bytes;
     } else {
         size_t k = m->n++;
@@ -246,10 +243,12 @@ static void merge_copy(struct cb_copies *q, size_t i, const struct cb_copy_req *
         m->hooks[k] = (unsigned char)rq->hook;
         m->streams[k] = rq->stream;
         m->first[k] = i;
-        m->dst_end = rq->dcls.end;
-        m->src_end = rq->scls.end;
+        m->tail = (struct cb_merge_tail){.dst_end = rq->dcls.end, .src_end = rq->scls.end, .stream = rq->stream,
+                                         .hook = rq->hook};
     }
-    m->marks_at_last = q->nmarks;
+    m->tail.dst_next = rq->dst + rq->bytes;
+    m->tail.src_next = rq->src + rq->bytes;
+    m->tail.marks = q->nmarks;
 }
 
 int cb_run_append(struct cb_run *run, const struct cb_copy_req *rq)
