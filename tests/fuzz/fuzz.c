@@ -1115,11 +1115,12 @@ static int continue_ranges(struct op *o, const struct op *p, const struct model 
     return !ranges_overlap(o);
 }
 
-/* The previous copy p of o's stream may be continued by o: the same entry
- * point, stream argument and slots, still live and allowed. */
+/* The previous copy p of o's stream (g_prev_copy holds one per stream) may be
+ * continued by o: the same entry point, stream argument and slots, still live
+ * and allowed. */
 static int may_continue(struct op *o, const struct op *p, const struct model *m, unsigned allowed)
 {
-    if (p->type != O_COPY || p->err || p->n == 0 || p->s != o->s || !pct(40))
+    if (p->type != O_COPY || p->err || p->n == 0 || !pct(40))
         return 0;
     for (int side = 0; side < 2; side++) {
         int slot = side ? p->b : p->a;
@@ -1155,7 +1156,7 @@ static int gen_stream_op(struct op *o, const struct model *m, const struct view 
             if (!sk) sk = ok_notpage;
         }
         if (cont && ((dk && !dk(m->kind[o->a])) || (sk && !sk(m->kind[o->b]))))
-            cont = 0, o->api = (int)rn(NAPI), pick_handle(o, s);
+            cont = 0; /* the slots' memory changed kind: p's entry point, new slots */
         if (!cont) {
             o->a = pick_slot(m, allowed, dk);
             o->b = pct(20) ? o->a : pick_slot(m, allowed, sk);

@@ -247,15 +247,24 @@ static void same_as_plain(const struct run *plain, const struct run *shim, const
  * driver function (the batch API, a copy entry), which another engine may not
  * call, so the plain run and the shipped one would meet different drivers. */
 struct pair { struct run plain, shim; };
-static struct pair both(const char *scenario, const char *const *extra)
+/* A scenario without cubatch and with it preloaded as probe() says (1: the
+ * rule tests' own engine and pipelining, CB_SHIPPED: as it ships), `extra` set
+ * for both: both right, the same observed; the counters are the second's. */
+static struct pair pair_of(const char *scenario, int preload, const char *const *extra)
 {
-    struct pair p = {probe(scenario, 0, extra), probe(scenario, 1, extra)};
-    char without[96], with[96], shipped_how[96];
+    struct pair p = {probe(scenario, 0, extra), probe(scenario, preload, extra)};
+    char without[96], with[96];
     snprintf(without, sizeof without, "%s without cubatch", scenario);
-    snprintf(with, sizeof with, "%s with cubatch", scenario);
-    snprintf(shipped_how, sizeof shipped_how, "%s with cubatch as shipped", scenario);
+    snprintf(with, sizeof with, "%s with cubatch%s", scenario, preload == CB_SHIPPED ? " as shipped" : "");
     ASSERT_OK(p.plain, without);
     same_as_plain(&p.plain, &p.shim, with);
+    return p;
+}
+static struct pair both(const char *scenario, const char *const *extra)
+{
+    struct pair p = pair_of(scenario, 1, extra);
+    char shipped_how[96];
+    snprintf(shipped_how, sizeof shipped_how, "%s with cubatch as shipped", scenario);
     int own_engine = 0, own_pipeline = 0, faults = 0;
     for (const char *const *e = extra; e && *e; e++) {
         own_pipeline |= !strncmp(*e, "CUBATCH_PIPELINE=", 17);
@@ -2234,24 +2243,11 @@ END_TEST
 
 /* ---- rule 18: adjacent copies merged ------------------------------------------------------ */
 
-/* A scenario without cubatch and with cubatch as it ships (the counters of
- * the second), with `extra` set for both: both right, the same observed. */
-static struct pair as_shipped(const char *scenario, const char *const *extra)
-{
-    struct pair p = {probe(scenario, 0, extra), probe(scenario, CB_SHIPPED, extra)};
-    char without[96], with[96];
-    snprintf(without, sizeof without, "%s without cubatch", scenario);
-    snprintf(with, sizeof with, "%s with cubatch as shipped", scenario);
-    ASSERT_OK(p.plain, without);
-    same_as_plain(&p.plain, &p.shim, with);
-    return p;
-}
-
 START_TEST(adjacent_copies_go_out_as_one)
 {
     /* 63 deferred 4K copies, each continuing the one before: the first chunk
      * (32) and the rest (31) go out as one copy each, on the copy engines */
-    struct pair p = as_shipped("merge_contiguous", NULL);
+    struct pair p = pair_of("merge_contiguous", CB_SHIPPED, NULL);
     STAT_EQ(p.shim, "deferred", 63);
     STAT_EQ(p.shim, "copies_merged", 61);
     ck_assert_int_eq(num_of(&p.shim, "h2d_calls: "), 3);
@@ -2260,7 +2256,7 @@ START_TEST(adjacent_copies_go_out_as_one)
     STAT_EQ(p.shim, "batches", 0);
     pair_free(&p);
     /* beyond the copy kernel's reach: 8 copies of 512K, one copy of 4M */
-    p = as_shipped("merge_big", NULL);
+    p = pair_of("merge_big", CB_SHIPPED, NULL);
     STAT_EQ(p.shim, "copies_merged", 7);
     ck_assert_int_eq(num_of(&p.shim, "h2d_calls: "), 2);
     STAT_EQ(p.shim, "batches", 0);
@@ -2274,7 +2270,7 @@ START_TEST(only_copies_that_continue_on_both_sides_merge)
      * destination side only: nothing merges, whichever engine takes them */
     const char *batch[] = {"CUBATCH_ENGINE=batch", NULL};
     for (int i = 0; i < 2; i++) {
-        struct pair p = as_shipped("merge_scattered", i ? batch : NULL);
+        struct pair p = pair_of("merge_scattered", CB_SHIPPED, i ? batch : NULL);
         STAT_EQ(p.shim, "deferred", 63);
         STAT_EQ(p.shim, "copies_merged", 0);
         if (i)
@@ -2291,19 +2287,19 @@ START_TEST(runs_of_adjacent_blocks_merge_for_the_copy_engines)
     /* runs of 4 adjacent blocks, scattered: the copy kernel takes them as
      * they came (each entry is one block's work); the batch API gets each
      * run as one entry: chunks of 32 and 31 copies, 9 and 8 entries */
-    struct pair p = as_shipped("merge_kv4", NULL);
+    struct pair p = pair_of("merge_kv4", CB_SHIPPED, NULL);
     STAT_EQ(p.shim, "copies_merged", 0);
     STAT_EQ(p.shim, "kernel_copies", 63);
     pair_free(&p);
     const char *batch[] = {"CUBATCH_ENGINE=batch", NULL};
-    p = as_shipped("merge_kv4", batch);
+    p = pair_of("merge_kv4", CB_SHIPPED, batch);
     STAT_EQ(p.shim, "copies_merged", 46);
     STAT_EQ(p.shim, "batches", 2);
     STAT_EQ(p.shim, "batched_copies", 17);
     pair_free(&p);
     /* CUBATCH_ENGINE=kernel: the kernel even where a run merges into one copy */
     const char *kernel[] = {"CUBATCH_ENGINE=kernel", NULL};
-    p = as_shipped("merge_contiguous", kernel);
+    p = pair_of("merge_contiguous", CB_SHIPPED, kernel);
     STAT_EQ(p.shim, "copies_merged", 0);
     STAT_EQ(p.shim, "kernel_copies", 63);
     pair_free(&p);
@@ -2320,7 +2316,7 @@ START_TEST(what_lies_between_keeps_copies_apart)
         {"merge_two_hooks", 0, 8},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        struct pair p = as_shipped(cases[i].scenario, NULL);
+        struct pair p = pair_of(cases[i].scenario, CB_SHIPPED, NULL);
         STAT_EQ(p.shim, "deferred", 8);
         STAT_EQ(p.shim, "copies_merged", cases[i].merged);
         STAT_EQ(p.shim, "batched_copies", cases[i].batched);
@@ -2328,7 +2324,7 @@ START_TEST(what_lies_between_keeps_copies_apart)
     }
     /* switched off, nothing merges */
     const char *off[] = {"CUBATCH_MERGE_ADJACENT=0", NULL};
-    struct pair p = as_shipped("merge_big", off);
+    struct pair p = pair_of("merge_big", CB_SHIPPED, off);
     STAT_EQ(p.shim, "copies_merged", 0);
     STAT_EQ(p.shim, "batched_copies", 8);
     pair_free(&p);
@@ -2343,7 +2339,7 @@ START_TEST(a_refused_merged_copy_is_replayed_as_the_programs_copies)
     const char *limit[] = {"CUSIM_MAX_COPY=524288", NULL};
     const char *scenarios[] = {"merge_big", "merge_marker"};
     for (int i = 0; i < 2; i++) {
-        struct pair p = as_shipped(scenarios[i], limit);
+        struct pair p = pair_of(scenarios[i], CB_SHIPPED, limit);
         STAT_EQ(p.shim, "batch_errors", 1);
         STAT_EQ(p.shim, "replayed", 8);
         STAT_EQ(p.shim, "replay_errors", 0);
@@ -2351,7 +2347,7 @@ START_TEST(a_refused_merged_copy_is_replayed_as_the_programs_copies)
     }
     /* one of the program's copies is itself too long: it fails alone, with
      * the driver's error, at the synchronize instead of its own call */
-    struct pair p = as_shipped("merge_own_error", limit);
+    struct pair p = pair_of("merge_own_error", CB_SHIPPED, limit);
     char buf[32];
     ck_assert_str_eq(line_of(&p.shim, "rc: first_error ", buf, sizeof buf), "1");
     STAT_EQ(p.shim, "replay_errors", 1);
