@@ -44,6 +44,8 @@
  * alone; 48 fits everywhere without spills and keeps >= 5 blocks of 256
  * threads resident per SM (room beside other kernels). */
 #define CB_KMAXNREG 48
+/* The 2D entry points: 64 keeps them free of spills (48 spilled 120 bytes). */
+#define CB_KMAXNREG_ROWS 64
 
 namespace {
 
@@ -183,7 +185,7 @@ __device__ __forceinline__ void cb_copy_piece(uint64_t dst, uint64_t src, uint64
 
 /* The whole run by one block; N is the capacity of the entry point's parameter
  * (descriptors are read straight from the parameter's constant bank). */
-template <unsigned N, typename Params> __device__ __forceinline__ void cb_copy_run(const Params &p)
+template <unsigned N, bool ROWS, typename Params> __device__ __forceinline__ void cb_copy_run(const Params &p)
 {
     const unsigned count = p.count < N ? p.count : N;
     if (count == 0)
@@ -194,7 +196,33 @@ template <unsigned N, typename Params> __device__ __forceinline__ void cb_copy_r
     for (unsigned w = blockIdx.x; w < items; w += g) {
         const unsigned ci = parts == 1 ? w : w % count;
         uint64_t dst = p.c[ci].dst, src = p.c[ci].src, n = p.c[ci].bytes;
-        if (parts > 1) {
+        if (ROWS && (n & CB_KROWS_TAIL))
+            continue; /* the rows of the 2D copy before it: that copy's block reads them */
+        /* rows [r, r_end) of `step`, each r * dp and r * sp from dst and src,
+         * copied by threads t0 of nt0: a 1D copy is one row of the block */
+        uint64_t r = 0, r_end = 1, step = 1, dp = 0, sp = 0;
+        unsigned t0 = tid, nt0 = nt;
+        if (ROWS && (n & CB_KROWS)) {
+            /* a 2D copy: its parts share its rows; a warp a row when there
+             * are rows enough for every warp (a tile's rows are short: one
+             * block-wide row at a time would leave most threads idle) */
+            const uint64_t h = ci + 1 < count ? p.c[ci + 1].bytes & CB_KLEN_MASK : 0;
+            const unsigned pe = parts > 1 ? (h < parts ? (unsigned)h : parts) : 1u, part = w / count;
+            if (part >= pe)
+                continue;
+            n &= CB_KLEN_MASK;
+            dp = p.c[ci + 1].dst;
+            sp = p.c[ci + 1].src;
+            r = h * part / pe;
+            r_end = h * (part + 1) / pe;
+            const unsigned warps = nt / 32u;
+            if ((nt & 31u) == 0 && warps > 1 && r_end - r >= warps) {
+                r += tid / 32u;
+                step = warps;
+                t0 = tid & 31u;
+                nt0 = 32u;
+            }
+        } else if (parts > 1) {
             const unsigned part = w / count;
             const uint64_t useful = (n + CB_KSPLIT_MIN - 1) / CB_KSPLIT_MIN; /* a shift */
             const unsigned pe = useful < parts ? (unsigned)useful : parts;
@@ -218,18 +246,26 @@ template <unsigned N, typename Params> __device__ __forceinline__ void cb_copy_r
                 n = b1 - b0;
             }
         }
-        cb_copy_piece(dst, src, n, tid, nt);
+        for (; r < r_end; r += step)
+            cb_copy_piece(dst + r * dp, src + r * sp, n, t0, nt0);
     }
 }
 
 } // namespace
 
 /* One entry point per tier: its parameter is the first `cap` descriptors of
- * struct cb_kparams (the host fills one struct cb_kparams for any tier). */
-#define CB_KTIER_KERNEL(cap, name)                                                                          \
-    extern "C" __global__ void __maxnreg__(CB_KMAXNREG) name(const __grid_constant__ cb_kparams_tier<cap> p) \
-    {                                                                                                       \
-        cb_copy_run<cap>(p);                                                                                \
+ * struct cb_kparams (the host fills one struct cb_kparams for any tier).  Its
+ * twin <name>_rows also takes 2D copies: the rows' loop costs registers that
+ * the 1D entry point, which most runs use, keeps for itself. */
+#define CB_KTIER_KERNEL(cap, name)                                                                             \
+    extern "C" __global__ void __maxnreg__(CB_KMAXNREG) name(const __grid_constant__ cb_kparams_tier<cap> p)    \
+    {                                                                                                          \
+        cb_copy_run<cap, false>(p);                                                                            \
+    }                                                                                                          \
+    extern "C" __global__ void __maxnreg__(CB_KMAXNREG_ROWS)                                                   \
+        name##_rows(const __grid_constant__ cb_kparams_tier<cap> p)                                            \
+    {                                                                                                          \
+        cb_copy_run<cap, true>(p);                                                                             \
     }
 CB_KTIERS(CB_KTIER_KERNEL)
 #undef CB_KTIER_KERNEL

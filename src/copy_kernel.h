@@ -33,6 +33,16 @@
  * Sources are read with streaming loads and must not change while the kernel
  * runs.  `flags` is reserved: pass 0.
  *
+ * 2D copies.  Only the tiers' twins named <entry point>_rows take them (a
+ * plain entry point given one would read its flags as a length).  A copy of
+ * rows (cuMemcpy2DAsync's pointer-to-pointer case) takes two consecutive
+ * descriptors: {dst, src, width | CB_KROWS}, then {dst pitch,
+ * src pitch, height | CB_KROWS_TAIL}.  Row r copies `width` bytes from
+ * src + r * src pitch to dst + r * dst pitch.  `count` counts both; the second
+ * is never a copy of its own (a block given it does nothing).  No row may
+ * overlap another copy's destination, nor a row of its own (width <= each
+ * pitch).
+ *
  * Launch: 1-D blocks (blockDim.y = blockDim.z = 1), any block size (a multiple
  * of 32 recommended, 256 the default), no dynamic shared memory, any grid.
  * Block b copies descriptors b, b + gridDim.x, ...; when gridDim.x > count,
@@ -55,11 +65,18 @@
 #define CB_KTIERS(T)                                                                        \
     T(40, cubatch_copy_kernel_40) T(168, cubatch_copy_kernel_168) T(680, cubatch_copy_kernel_680) \
     T(1360, cubatch_copy_kernel)
-/* For tables: {"entry point", capacity}, one per tier. */
+/* For tables: {"entry point", capacity}, one per tier; ... and its twin that
+ * also takes 2D copies (below), {"<entry point>_rows", capacity}. */
 #define CB_KTIER_ROW(cap, name) {#name, cap##u},
+#define CB_KTIER_ROWS_ROW(cap, name) {#name "_rows", cap##u},
 
 /* Parameter bytes of a tier of capacity n. */
 #define CB_KPARAMS_BYTES(n) (8u + 24u * (unsigned)(n))
+
+/* Flags in cb_kcopy.bytes (a length never reaches 2^62). */
+#define CB_KROWS (1ull << 63)      /* a 2D copy's first descriptor: bytes holds the width */
+#define CB_KROWS_TAIL (1ull << 62) /* its second: {dst pitch, src pitch, height} */
+#define CB_KLEN_MASK (CB_KROWS_TAIL - 1)
 
 struct cb_kcopy {
     uint64_t dst;   /* device address of the destination */

@@ -21,22 +21,25 @@ static struct sim_ctx *ctx_list;
 static struct sim_ctx *primaries[MAX_DEVICES];
 static struct sim_capture *captures;
 
-/* Modules: any fatbin image loads as "cubatch's copy kernel" (its four entry points), plus
- * "cusim_compute", a stand-in for the program's own compute (below).  They are never freed
- * (a handle stays recognisable after unload), only marked dead. */
+/* Modules: any fatbin image loads as "cubatch's copy kernel" (its tiers' entry points and
+ * their _rows twins, which also take 2D copies), plus "cusim_compute", a stand-in for the
+ * program's own compute (below).  They are never freed (a handle stays recognisable after
+ * unload), only marked dead. */
 struct sim_module;
 struct sim_func {
     struct sim_module *mod;
     const char *name;
     unsigned cap;                  /* descriptors the tier's parameter holds */
+    int rows;                      /* a _rows twin: takes 2D pairs (copy_kernel.h) */
 };
 static const struct { const char *name; unsigned cap; } copy_kernels[] = { CB_KTIERS(CB_KTIER_ROW) };
+static const struct { const char *name; unsigned cap; } copy_kernels_rows[] = { CB_KTIERS(CB_KTIER_ROWS_ROW) };
 #define NKERNELS (sizeof copy_kernels / sizeof copy_kernels[0])
 #define COMPUTE_NAME "cusim_compute"
 struct sim_module {
     struct sim_ctx *ctx;
     int alive;
-    struct sim_func fn[NKERNELS];
+    struct sim_func fn[2 * NKERNELS]; /* the tiers, then their _rows twins */
     struct sim_func compute;
     struct sim_module *next;
 };
@@ -555,6 +558,138 @@ CUresult CUDAAPI cuMemcpyPeer(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CU
 PEER_COPY(BEGIN("cuMemcpyPeer"), NULL, 0, 1)
 CUresult CUDAAPI cuMemcpyPeer_ptds(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n)
 PEER_COPY(BEGIN("cuMemcpyPeer_ptds"), NULL, 1, 1)
+
+/* ------------------------------------------------------------------ 2D copies */
+
+/* The largest pitch a 2D copy takes (the device's CU_DEVICE_ATTRIBUTE_MAX_PITCH). */
+#define MAX_PITCH 2147483647u
+
+/* Where one side of a CUDA_MEMCPY2D starts (its base, by its memory type) and how classify
+ * is to see it: HOST as a host-to-device copy's source, DEVICE as its destination, UNIFIED
+ * as cuMemcpyAsync's (any memory).  -1: ARRAY (the sim has no arrays) or an unknown type. */
+static int side2d(CUmemorytype t, const void *host, CUdeviceptr dev, uintptr_t *base)
+{
+    switch (t) {
+    case CU_MEMORYTYPE_HOST: *base = (uintptr_t)host; return SIDE_HOST;
+    case CU_MEMORYTYPE_DEVICE: *base = (uintptr_t)dev; return SIDE_DEVICE;
+    case CU_MEMORYTYPE_UNIFIED: *base = (uintptr_t)dev; return SIDE_ANY;
+    default: *base = 0; return -1;
+    }
+}
+
+/* A side's footprint: its first row at base + y * pitch + x, *len bytes up to the end of
+ * its last row ((h - 1) * pitch + w, h > 0).  0: the arithmetic, or the range, wraps. */
+static int foot2d(uintptr_t base, size_t x, size_t y, size_t pitch, size_t w, size_t h, size_t *len)
+{
+    if (pitch && y > (SIZE_MAX - x) / pitch)
+        return 0;
+    size_t off = y * pitch + x;
+    if (pitch && h - 1 > (SIZE_MAX - w) / pitch)
+        return 0;
+    *len = (h - 1) * pitch + w;
+    return base <= UINTPTR_MAX - off && *len <= UINTPTR_MAX - (base + off);
+}
+
+/* cuMemcpy2D(Async): Height rows of WidthInBytes bytes, row r from src + r * srcPitch to
+ * dst + r * dstPitch, each side starting at base + Y * pitch + XInBytes.  Exactly a 1D copy
+ * of each side's whole footprint as far as memory goes (classify, the pageable rules, the
+ * stream rules, capture, CUSIM_MAX_COPY on the total bytes); then one node copies the rows
+ * in order.  A pageable source is staged at the call (its rows, packed). */
+static CUresult copy2d_op(struct call *c, const CUDA_MEMCPY2D *p, CUstream h, int ptsz, int sync)
+{
+    struct sim_stream *s;
+    struct ptrinfo di, si;
+    uintptr_t dbase, sbase;
+    size_t dfoot, sfoot;
+    int capturing;
+    CUresult rc;
+    if (!p) {
+        sim_kv(c, "pCopy=NULL");
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    int dside = side2d(p->dstMemoryType, p->dstHost, p->dstDevice, &dbase);
+    int sside = side2d(p->srcMemoryType, p->srcHost, p->srcDevice, &sbase);
+    size_t w = p->WidthInBytes, rows = p->Height;
+    /* the starts as the driver computes them (unsigned: wrapping is caught by foot2d) */
+    char *dst = (char *)(dbase + p->dstY * p->dstPitch + p->dstXInBytes);
+    const char *src = (const char *)(sbase + p->srcY * p->srcPitch + p->srcXInBytes);
+    sim_kv(c, "dst=%p src=%p width=%zu height=%zu dpitch=%zu spitch=%zu", (void *)dst, (const void *)src, w, rows,
+           p->dstPitch, p->srcPitch);
+    if ((rc = resolve_stream(h, ptsz, &s)))
+        return rc;
+    if (w == 0 || rows == 0)
+        return CUDA_SUCCESS;
+    if (dside < 0 || sside < 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (p->dstPitch > MAX_PITCH || p->srcPitch > MAX_PITCH)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (rows > 1 && (w > p->dstPitch || w > p->srcPitch)) /* rows would overlap */
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!foot2d(dbase, p->dstXInBytes, p->dstY, p->dstPitch, w, rows, &dfoot) ||
+        !foot2d(sbase, p->srcXInBytes, p->srcY, p->srcPitch, w, rows, &sfoot))
+        return CUDA_ERROR_INVALID_VALUE;
+    /* w <= each pitch (or one row): w * rows <= each footprint, no overflow */
+    if (sim_cfg.max_copy && w * rows > sim_cfg.max_copy)
+        return CUDA_ERROR_INVALID_VALUE;
+    dst = unalias(dst);
+    src = unalias(src);
+    if ((rc = classify(dst, dfoot, dside, &di, "copy2d-dst")))
+        return rc;
+    if ((rc = classify(src, sfoot, sside, &si, "copy2d-src")))
+        return rc;
+    if ((rc = stream_use(s, &capturing)))
+        return rc;
+    if (capturing) {
+        if (sync) {
+            s->cap->status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+            return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        }
+        struct gop g = { .kind = GOP_COPY2D, .dst = dst, .src = src, .n = w, .rows = rows,
+                         .dpitch = p->dstPitch, .spitch = p->srcPitch };
+        graph_add(s->cap->graph, &g);
+        sim_kv(c, "captured=1");
+        return CUDA_SUCCESS;
+    }
+    struct node *nd = sim_node_new(N_COPY2D);
+    nd->dst = dst;
+    nd->src = src;
+    nd->n = w;
+    nd->rows = rows;
+    nd->dpitch = p->dstPitch;
+    nd->spitch = p->srcPitch;
+    nd->dst_id = di.id;
+    nd->src_id = si.id;
+    if (!si.a) { /* pageable: the rows are read now (not what lies between them) */
+        nd->staged = malloc(w * rows);
+        if (!nd->staged)
+            abort();
+        for (size_t r = 0; r < rows; r++)
+            memcpy(nd->staged + r * w, src + r * p->srcPitch, w);
+        sim_kv(c, "staged=1");
+    }
+    uint64_t id = sim_enqueue(s, nd);
+    if (sync || !di.a) {
+        sim_run(id);
+        sim_kv(c, "sync=1");
+        return s->ctx->sticky;
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *p, CUstream h)
+{ BEGIN_S("cuMemcpy2DAsync_v2", h); END(copy2d_op(&C_, p, h, 0, 0)); }
+CUresult CUDAAPI cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *p, CUstream h)
+{ BEGIN_S("cuMemcpy2DAsync_v2_ptsz", h); END(copy2d_op(&C_, p, h, 1, 0)); }
+/* synchronous: legacy stream (per-thread for _ptds); Unaligned is the same here (no
+ * alignment rule is simulated) */
+CUresult CUDAAPI cuMemcpy2D_v2(const CUDA_MEMCPY2D *p)
+{ BEGIN("cuMemcpy2D_v2"); END(copy2d_op(&C_, p, NULL, 0, 1)); }
+CUresult CUDAAPI cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *p)
+{ BEGIN("cuMemcpy2D_v2_ptds"); END(copy2d_op(&C_, p, NULL, 1, 1)); }
+CUresult CUDAAPI cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *p)
+{ BEGIN("cuMemcpy2DUnaligned_v2"); END(copy2d_op(&C_, p, NULL, 0, 1)); }
+CUresult CUDAAPI cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *p)
+{ BEGIN("cuMemcpy2DUnaligned_v2_ptds"); END(copy2d_op(&C_, p, NULL, 1, 1)); }
 
 /* memsets */
 CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr d, unsigned char uc, size_t n, CUstream h)
@@ -1954,10 +2089,12 @@ CUresult CUDAAPI cuModuleLoadData(CUmodule *module, const void *image)
         m->ctx = c;
         m->alive = 1;
         for (size_t i = 0; i < NKERNELS; i++) {
-            m->fn[i] = (struct sim_func){ m, copy_kernels[i].name, copy_kernels[i].cap };
+            m->fn[i] = (struct sim_func){ m, copy_kernels[i].name, copy_kernels[i].cap, 0 };
+            m->fn[NKERNELS + i] = (struct sim_func){ m, copy_kernels_rows[i].name, copy_kernels_rows[i].cap, 1 };
             sim_handle_add(&m->fn[i], H_FUNC);
+            sim_handle_add(&m->fn[NKERNELS + i], H_FUNC);
         }
-        m->compute = (struct sim_func){ m, COMPUTE_NAME, 0 };
+        m->compute = (struct sim_func){ m, COMPUTE_NAME, 0, 0 };
         sim_handle_add(&m->compute, H_FUNC);
         m->next = modules;
         modules = m;
@@ -1979,7 +2116,7 @@ CUresult CUDAAPI cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const cha
     if (!hfunc || !name)
         END(CUDA_ERROR_INVALID_VALUE);
     struct sim_module *m = (struct sim_module *)hmod;
-    for (size_t i = 0; i < NKERNELS; i++)
+    for (size_t i = 0; i < 2 * NKERNELS; i++)
         if (!strcmp(name, m->fn[i].name)) {
             *hfunc = (CUfunction)&m->fn[i];
             END(CUDA_SUCCESS);
@@ -2059,10 +2196,47 @@ CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction 
     END(CUDA_SUCCESS);
 }
 
+/* The 2D pairs of a launch's descriptors (copy_kernel.h).  A _rows twin (rows): a CB_KROWS
+ * head is followed by its CB_KROWS_TAIL slot, a tail follows its head, no slot is both, and
+ * the rows of a pair of more than one row do not overlap (width <= each pitch; the sim
+ * copies rows in order, so an overlap would not show as wrong bytes).  A plain tier: no
+ * slot has either flag (on a GPU it would read them as a length).  The first slot that
+ * breaks this (*why: the reason), or -1.  The library builds these; a wrong one is its bug:
+ * the launch is refused as a wrong count is, and the misuse counted and logged (so that a
+ * library that goes on copy by copy after the refusal is still caught). */
+static long kdesc_malformed(const struct cb_kcopy *kc, size_t count, int rows, const char **why)
+{
+    for (size_t i = 0; i < count; i++) {
+        uint64_t b = kc[i].bytes;
+        if (!rows && (b & (CB_KROWS | CB_KROWS_TAIL))) {
+            *why = "not-rows-kernel";
+            return (long)i;
+        }
+        if (b & CB_KROWS_TAIL) {
+            *why = "stray-tail"; /* also a head that is a tail too */
+            return (long)i;
+        }
+        if (!(b & CB_KROWS))
+            continue;
+        if (i + 1 >= count || !(kc[i + 1].bytes & CB_KROWS_TAIL) || (kc[i + 1].bytes & CB_KROWS)) {
+            *why = "no-tail";
+            return (long)i;
+        }
+        uint64_t w = b & CB_KLEN_MASK, h = kc[i + 1].bytes & CB_KLEN_MASK;
+        if (h > 1 && (w > kc[i + 1].dst || w > kc[i + 1].src)) {
+            *why = "rows-overlap";
+            return (long)i;
+        }
+        i++; /* its tail */
+    }
+    return -1;
+}
+
 /* cuLaunchKernel(_ptsz).  A function that is not one of cubatch's copy kernels cannot run
  * here: CUDA_ERROR_NOT_SUPPORTED, as before.  A copy kernel is checked like a launch (plus
  * the kernel's contract: 1-D grid and block, no dynamic shared memory, count <= capacity,
- * flags 0), its descriptors are copied now (the real driver copies kernelParams at launch),
+ * flags 0, well-formed 2D pairs and only for a _rows twin: kdesc_malformed), its
+ * descriptors are copied now (the real driver copies kernelParams at launch),
  * and one node does the copies when it runs (kernel_access, run_kernel in core.c). */
 static CUresult launch_op(struct call *c, CUfunction hf, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                           unsigned by, unsigned bz, unsigned smem, CUstream h, void **params, void **extra,
@@ -2094,17 +2268,29 @@ static CUresult launch_op(struct call *c, CUfunction hf, unsigned gx, unsigned g
         return CUDA_ERROR_INVALID_VALUE;
     if (count > f->cap || flags != 0)
         return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = stream_use(s, &capturing)))
+    struct cb_kcopy *kc = kcopy_dup(kp + offsetof(struct cb_kparams, c), count); /* copied now, as the driver does */
+    const char *why;
+    long bad = kdesc_malformed(kc, count, f->rows, &why);
+    if (bad >= 0) {
+        sim_kv(c, "malformed=%ld reason=%s", bad, why);
+        sim_errors_n++;
+        sim_logline("KERNEL_BAD_PARAMS kernel=%s index=%ld reason=%s", f->name, bad, why);
+        free(kc);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if ((rc = stream_use(s, &capturing))) {
+        free(kc);
         return rc;
-    const void *descs = kp + offsetof(struct cb_kparams, c);
+    }
     if (capturing) {
-        struct gop g = { .kind = GOP_KERNEL, .kc = (struct cb_kcopy *)(uintptr_t)descs, .nkc = count, .kname = f->name };
+        struct gop g = { .kind = GOP_KERNEL, .kc = kc, .nkc = count, .kname = f->name };
         graph_add(s->cap->graph, &g); /* copies the descriptors */
+        free(kc);
         sim_kv(c, "captured=1");
         return CUDA_SUCCESS;
     }
     struct node *nd = sim_node_new(N_KERNEL);
-    nd->kc = kcopy_dup(descs, count);
+    nd->kc = kc;
     nd->nkc = count;
     nd->kname = f->name;
     nd->order = sim_cfg.batch_order;
@@ -2559,7 +2745,11 @@ static CUresult graph_launch(struct call *c, CUgraphExec h, CUstream hs, int pts
             graph_add(s->cap->graph, g);
             continue;
         }
-        if ((g->kind == GOP_COPY && (sim_mem_in_quarantine(g->dst, g->n) || sim_mem_in_quarantine(g->src, g->n))) ||
+        /* a 2D copy's sides: their footprints (checked at capture not to wrap) */
+        size_t dfoot = g->rows ? (g->rows - 1) * g->dpitch + g->n : g->n;
+        size_t sfoot = g->rows ? (g->rows - 1) * g->spitch + g->n : g->n;
+        if (((g->kind == GOP_COPY || g->kind == GOP_COPY2D) &&
+             (sim_mem_in_quarantine(g->dst, dfoot) || sim_mem_in_quarantine(g->src, sfoot))) ||
             (g->kind == GOP_MEMSET && sim_mem_in_quarantine(g->dst, g->n * (size_t)g->elsize))) {
             sim_error_uaf("graph-launch", g->dst, g->n); /* the graph names freed memory: skip the op */
             continue;
@@ -2572,6 +2762,21 @@ static CUresult graph_launch(struct call *c, CUgraphExec h, CUstream hs, int pts
             nd->src = g->src;
             nd->n = g->n;
             { /* re-check buffers at execution only if they are live allocations now */
+                struct sim_alloc *a = sim_mem_find(g->dst);
+                nd->dst_id = a ? a->buffer_id : 0;
+                a = sim_mem_find(g->src);
+                nd->src_id = a ? a->buffer_id : 0;
+            }
+            break;
+        case GOP_COPY2D: /* as GOP_COPY: a pageable source is read when it runs */
+            nd = sim_node_new(N_COPY2D);
+            nd->dst = g->dst;
+            nd->src = g->src;
+            nd->n = g->n;
+            nd->rows = g->rows;
+            nd->dpitch = g->dpitch;
+            nd->spitch = g->spitch;
+            {
                 struct sim_alloc *a = sim_mem_find(g->dst);
                 nd->dst_id = a ? a->buffer_id : 0;
                 a = sim_mem_find(g->src);

@@ -33,6 +33,10 @@ CUresult cuMemcpyBatchAsync_v2_ptsz(CUdeviceptr *, CUdeviceptr *, size_t *, size
                                     size_t *, size_t, CUstream);
 CUresult cuMemcpyBatchAsync_9(CUdeviceptr *, CUdeviceptr *, size_t *, size_t, CUmemcpyAttributes *, size_t *,
                               size_t, size_t *, CUstream) __asm__("cuMemcpyBatchAsync");
+CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *, CUstream);
+CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *, CUstream);
+CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *);
+CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *);
 CUresult cuStreamSynchronize_ptsz(CUstream);
 CUresult cuStreamGetId_ptsz(CUstream, unsigned long long *);
 CUresult cuGetProcAddress_v2(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
@@ -1052,6 +1056,502 @@ START_TEST(env_log)
 }
 END_TEST
 
+/* ------------------------------------------------------------ 2D copies */
+
+enum { T_HOST = CU_MEMORYTYPE_HOST, T_DEV = CU_MEMORYTYPE_DEVICE, T_UNI = CU_MEMORYTYPE_UNIFIED };
+
+/* A 2D copy of w bytes x h rows from src (memory type st, pitch sp) to dst (type dt, pitch
+ * dp), X = Y = 0.  A HOST side names its pointer in *Host, any other type in *Device. */
+static CUDA_MEMCPY2D m2d(int dt, const void *dst, size_t dp, int st, const void *src, size_t sp, size_t w, size_t h)
+{
+    CUDA_MEMCPY2D m;
+    memset(&m, 0, sizeof m);
+    m.dstMemoryType = (CUmemorytype)dt;
+    if (dt == T_HOST)
+        m.dstHost = (void *)(uintptr_t)dst;
+    else
+        m.dstDevice = DP(dst);
+    m.dstPitch = dp;
+    m.srcMemoryType = (CUmemorytype)st;
+    if (st == T_HOST)
+        m.srcHost = src;
+    else
+        m.srcDevice = DP(src);
+    m.srcPitch = sp;
+    m.WidthInBytes = w;
+    m.Height = h;
+    return m;
+}
+
+/* want[0, size): what a zeroed destination holds after h rows of w bytes from src (pitch
+ * sp) were copied to it at offset off with pitch dp: the rows, zeros between and around. */
+static void want2d(unsigned char *want, size_t size, size_t off, size_t dp, const void *src, size_t sp, size_t w,
+                   size_t h)
+{
+    memset(want, 0, size);
+    for (size_t r = 0; r < h; r++)
+        memcpy(want + off + r * dp, (const unsigned char *)src + r * sp, w);
+}
+
+START_TEST(copy2d_directions)
+{
+    CUstream s;
+    CUdeviceptr d, d2, m;
+    unsigned char *ph, *back, *reg = aligned_alloc(4096, 4096), want[1024];
+    setup();
+    OK(cuStreamCreate(&s, 0));
+    OK(cuMemAlloc_v2(&d, 1024));
+    OK(cuMemAlloc_v2(&d2, 1024));
+    OK(cuMemAllocManaged(&m, 1024, CU_MEM_ATTACH_GLOBAL));
+    OK(cuMemAllocHost_v2((void **)&ph, 1024));
+    OK(cuMemAllocHost_v2((void **)&back, 1024));
+    OK(cuMemHostRegister_v2(reg, 4096, 0));
+    memset(reg, 0, 4096);
+    fill(ph, 1024, 3);
+    /* pinned host to device, the pitches differ: deferred, as a 1D copy */
+    CUDA_MEMCPY2D c = m2d(T_DEV, HP(d), 64, T_HOST, ph, 40, 33, 5);
+    OK(cuMemcpy2DAsync_v2(&c, s));
+    ck_assert_uint_eq(cusim_pending(), 1);
+    ck_assert(all(HP(d), 1024, 0));
+    OK(cuStreamSynchronize(s));
+    want2d(want, 1024, 0, 64, ph, 40, 33, 5);
+    ck_assert_mem_eq(HP(d), want, 1024);
+    /* device to device, X and Y on both sides: each starts at base + Y * pitch + X */
+    c = m2d(T_DEV, HP(d2), 50, T_DEV, HP(d), 64, 20, 4);
+    c.dstXInBytes = 3;
+    c.dstY = 2;
+    c.srcXInBytes = 5;
+    c.srcY = 1;
+    OK(cuMemcpy2DAsync_v2(&c, s));
+    OK(cuStreamSynchronize(s));
+    want2d(want, 1024, 2 * 50 + 3, 50, (unsigned char *)HP(d) + 64 + 5, 64, 20, 4);
+    ck_assert_mem_eq(HP(d2), want, 1024);
+    /* device to pinned host: deferred too */
+    c = m2d(T_HOST, back, 33, T_DEV, HP(d), 64, 33, 5);
+    OK(cuMemcpy2DAsync_v2(&c, s));
+    ck_assert_uint_eq(cusim_pending(), 1);
+    ck_assert(all(back, 1024, 0));
+    OK(cuStreamSynchronize(s));
+    want2d(want, 1024, 0, 33, ph, 40, 33, 5);
+    ck_assert_mem_eq(back, want, 1024);
+    /* UNIFIED: any memory on either side (pinned, managed, registered) */
+    c = m2d(T_UNI, HP(m), 16, T_UNI, ph, 32, 16, 8);
+    OK(cuMemcpy2DAsync_v2(&c, s));
+    c = m2d(T_UNI, reg + 100, 100, T_UNI, HP(m), 16, 16, 8);
+    OK(cuMemcpy2DAsync_v2(&c, s));
+    ck_assert_uint_eq(cusim_pending(), 2);
+    OK(cuStreamSynchronize(s));
+    want2d(want, 1024, 0, 16, ph, 32, 16, 8);
+    ck_assert_mem_eq(HP(m), want, 1024);
+    want2d(want, 1024, 100, 100, ph, 32, 16, 8);
+    ck_assert_mem_eq(reg, want, 1024);
+    /* a HOST side naming device memory is accepted, as cuMemcpyHtoDAsync's source is */
+    memset(HP(d2), 0, 1024);
+    c = m2d(T_DEV, HP(d2), 64, T_HOST, HP(d), 64, 64, 3);
+    OK(cuMemcpy2DAsync_v2(&c, s));
+    OK(cuStreamSynchronize(s));
+    ck_assert_mem_eq(HP(d2), HP(d), 192);
+    /* one row: the pitches do not matter */
+    memset(HP(d2), 0, 1024);
+    c = m2d(T_DEV, HP(d2), 0, T_DEV, HP(d), 0, 100, 1);
+    OK(cuMemcpy2DAsync_v2(&c, s));
+    OK(cuStreamSynchronize(s));
+    ck_assert_mem_eq(HP(d2), HP(d), 100);
+    ck_assert(all((char *)HP(d2) + 100, 924, 0));
+    /* equal pitch and width: one block */
+    c = m2d(T_DEV, HP(d2), 128, T_DEV, HP(d), 128, 128, 8);
+    OK(cuMemcpy2DAsync_v2(&c, s));
+    OK(cuStreamSynchronize(s));
+    ck_assert_mem_eq(HP(d2), HP(d), 1024);
+    ck_assert_uint_eq(cusim_errors(), 0);
+    OK(cuMemHostUnregister(reg));
+    free(reg);
+}
+END_TEST
+
+START_TEST(copy2d_validation)
+{
+    CUstream s, dead;
+    CUdeviceptr d, d2, f;
+    void *ph;
+    unsigned char pageable[256];
+    setup();
+    OK(cuStreamCreate(&s, 0));
+    OK(cuStreamCreate(&dead, 0));
+    OK(cuStreamDestroy_v2(dead));
+    OK(cuMemAlloc_v2(&d, 1024));
+    OK(cuMemAlloc_v2(&d2, 1024));
+    OK(cuMemAllocHost_v2(&ph, 1024));
+    const CUDA_MEMCPY2D good = m2d(T_DEV, HP(d), 64, T_DEV, HP(d2), 64, 64, 16); /* exactly 1024 bytes */
+    CUDA_MEMCPY2D c;
+#define REJ(code, ...)                                                                                  \
+    do {                                                                                                \
+        c = good;                                                                                       \
+        __VA_ARGS__;                                                                                    \
+        ck_assert_int_eq(cuMemcpy2DAsync_v2(&c, s), code);                                              \
+    } while (0)
+    ck_assert_int_eq(cuMemcpy2DAsync_v2(NULL, s), CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(cuMemcpy2D_v2(NULL), CUDA_ERROR_INVALID_VALUE);
+    /* memory types: ARRAY (no arrays here) and unknown ones, either side */
+    REJ(CUDA_ERROR_INVALID_VALUE, c.dstMemoryType = CU_MEMORYTYPE_ARRAY);
+    REJ(CUDA_ERROR_INVALID_VALUE, c.srcMemoryType = CU_MEMORYTYPE_ARRAY);
+    REJ(CUDA_ERROR_INVALID_VALUE, c.dstMemoryType = (CUmemorytype)0);
+    REJ(CUDA_ERROR_INVALID_VALUE, c.srcMemoryType = (CUmemorytype)5);
+    /* rows that would overlap: width above a pitch */
+    REJ(CUDA_ERROR_INVALID_VALUE, c.dstPitch = 63; c.Height = 2);
+    REJ(CUDA_ERROR_INVALID_VALUE, c.srcPitch = 63; c.Height = 2);
+    /* a pitch above 2^31 - 1 */
+    REJ(CUDA_ERROR_INVALID_VALUE, c.dstPitch = 2147483648u; c.Height = 1);
+    REJ(CUDA_ERROR_INVALID_VALUE, c.srcPitch = 2147483648u; c.Height = 1);
+    /* a footprint past the end: one more row, X, Y, on either side */
+    REJ(CUDA_ERROR_INVALID_VALUE, c.Height = 17);
+    REJ(CUDA_ERROR_INVALID_VALUE, c.dstXInBytes = 1);
+    REJ(CUDA_ERROR_INVALID_VALUE, c.srcY = 1);
+    REJ(CUDA_ERROR_INVALID_VALUE, c.srcDevice = d2 + 1);
+    REJ(CUDA_ERROR_INVALID_VALUE, c.dstY = SIZE_MAX / 2);     /* Y * pitch wraps */
+    REJ(CUDA_ERROR_INVALID_VALUE, c.srcXInBytes = SIZE_MAX);  /* the start wraps */
+    REJ(CUDA_ERROR_INVALID_VALUE, c.dstPitch = 2147483647u; c.Height = SIZE_MAX / 1024);
+    /* DEVICE naming host memory (pinned or pageable), as cuMemcpyHtoDAsync's destination */
+    REJ(CUDA_ERROR_INVALID_VALUE, c.dstDevice = DP(ph));
+    REJ(CUDA_ERROR_INVALID_VALUE, c.srcDevice = DP(pageable); c.Height = 4);
+    /* freed device memory: detected */
+    OK(cuMemAlloc_v2(&f, 1024));
+    OK(cuMemFree_v2(f));
+    REJ(CUDA_ERROR_INVALID_VALUE, c.dstDevice = f);
+    ck_assert_uint_eq(cusim_errors(), 1);
+    /* streams and contexts */
+    c = good;
+    ck_assert_int_eq(cuMemcpy2DAsync_v2(&c, dead), CUDA_ERROR_INVALID_HANDLE);
+    ck_assert_int_eq(cuMemcpy2DAsync_v2(&c, (CUstream)(uintptr_t)0x1234), CUDA_ERROR_INVALID_HANDLE);
+    OK(cuCtxSetCurrent(NULL));
+    ck_assert_int_eq(cuMemcpy2DAsync_v2(&c, NULL), CUDA_ERROR_INVALID_CONTEXT);
+    ck_assert_int_eq(cuMemcpy2D_v2(&c), CUDA_ERROR_INVALID_CONTEXT);
+    OK(cuCtxSetCurrent(ctx));
+    ck_assert_uint_eq(cusim_pending(), 0);
+    /* nothing to copy: success after the stream is checked, whatever the rest says */
+    c = good;
+    c.WidthInBytes = 0;
+    c.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+    c.srcPitch = 2147483648u;
+    OK(cuMemcpy2DAsync_v2(&c, s));
+    c.WidthInBytes = 64;
+    c.Height = 0;
+    OK(cuMemcpy2DAsync_v2(&c, s));
+    OK(cuMemcpy2D_v2(&c));
+    ck_assert_int_eq(cuMemcpy2DAsync_v2(&c, dead), CUDA_ERROR_INVALID_HANDLE);
+    ck_assert_uint_eq(cusim_pending(), 0);
+    /* width above the pitch is fine for one row; the footprint's end is inclusive */
+    REJ(CUDA_SUCCESS, c.dstPitch = 10; c.srcPitch = 0; c.Height = 1; c.dstY = 3);
+    REJ(CUDA_SUCCESS, c.WidthInBytes = 60; c.dstXInBytes = 4; c.srcXInBytes = 4);
+    ck_assert_uint_eq(cusim_pending(), 2);
+    OK(cuStreamSynchronize(s));
+    ck_assert_uint_eq(cusim_errors(), 1);
+#undef REJ
+}
+END_TEST
+
+START_TEST(copy2d_max_copy)
+{
+    CUstream s;
+    CUdeviceptr d, d2;
+    setenv("CUSIM_MAX_COPY", "100", 1);
+    setup();
+    OK(cuStreamCreate(&s, 0));
+    OK(cuMemAlloc_v2(&d, 1024));
+    OK(cuMemAlloc_v2(&d2, 1024));
+    fill(HP(d2), 1024, 4);
+    /* the limit applies to the copy's bytes (width x height), not to its footprint */
+    CUDA_MEMCPY2D c = m2d(T_DEV, HP(d), 64, T_DEV, HP(d2), 64, 10, 10);
+    OK(cuMemcpy2DAsync_v2(&c, s));
+    c.Height = 11;
+    ck_assert_int_eq(cuMemcpy2DAsync_v2(&c, s), CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(cuMemcpy2D_v2(&c), CUDA_ERROR_INVALID_VALUE);
+    c.WidthInBytes = 101;
+    c.dstPitch = c.srcPitch = 0;
+    c.Height = 1;
+    ck_assert_int_eq(cuMemcpy2DAsync_v2(&c, s), CUDA_ERROR_INVALID_VALUE);
+    ck_assert_uint_eq(cusim_pending(), 1);
+    OK(cuStreamSynchronize(s));
+    for (int r = 0; r < 10; r++)
+        ck_assert_mem_eq((char *)HP(d) + r * 64, (char *)HP(d2) + r * 64, 10);
+}
+END_TEST
+
+START_TEST(copy2d_pageable)
+{
+    CUstream s;
+    CUdeviceptr d;
+    unsigned char *pg = malloc(1024), *pd = malloc(1024), *reg = aligned_alloc(4096, 8192), keep[1024], want[1024];
+    setup();
+    OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    OK(cuMemAlloc_v2(&d, 1024));
+    fill(pg, 1024, 7);
+    memcpy(keep, pg, 1024);
+    /* a pageable source is read at the call: the program may reuse it at once */
+    CUDA_MEMCPY2D c = m2d(T_DEV, HP(d), 64, T_HOST, pg, 48, 40, 6);
+    OK(cuMemcpy2DAsync_v2(&c, s));
+    memset(pg, 0xEE, 1024);
+    ck_assert(all(HP(d), 1024, 0));
+    ck_assert_uint_eq(cusim_pending(), 1);
+    /* a pageable destination makes the copy synchronous (after the stream's earlier work) */
+    memset(pd, 0, 1024);
+    c = m2d(T_HOST, pd, 40, T_DEV, HP(d), 64, 40, 6);
+    OK(cuMemcpy2DAsync_v2(&c, s));
+    ck_assert_uint_eq(cusim_pending(), 0);
+    want2d(want, 1024, 0, 40, keep, 48, 40, 6);
+    ck_assert_mem_eq(pd, want, 1024);
+    /* UNIFIED pageable memory likewise, through the synchronous entry point too */
+    memset(pd, 0, 1024);
+    c = m2d(T_UNI, pd, 100, T_UNI, HP(d), 64, 40, 6);
+    OK(cuMemcpy2D_v2(&c));
+    want2d(want, 1024, 0, 100, keep, 48, 40, 6);
+    ck_assert_mem_eq(pd, want, 1024);
+    /* a footprint running past the end of registered memory is pageable memory, as for a 1D
+     * copy: staged at the call */
+    OK(cuMemHostRegister_v2(reg, 4096, 0));
+    fill(reg, 8192, 9);
+    memcpy(keep, reg + 4000, 1024);
+    memset(HP(d), 0, 1024);
+    c = m2d(T_DEV, HP(d), 64, T_HOST, reg + 4000, 128, 64, 8);
+    OK(cuMemcpy2DAsync_v2(&c, s));
+    memset(reg + 4000, 0, 1024);
+    OK(cuStreamSynchronize(s));
+    want2d(want, 1024, 0, 64, keep, 128, 64, 8);
+    ck_assert_mem_eq(HP(d), want, 1024);
+    ck_assert_uint_eq(cusim_errors(), 0);
+    OK(cuMemHostUnregister(reg));
+    free(reg);
+    free(pg);
+    free(pd);
+}
+END_TEST
+
+START_TEST(copy2d_streams)
+{
+    CUstream a, nb;
+    CUdeviceptr x, y, z;
+    unsigned char want[1024], v[1024];
+    setup();
+    OK(cuStreamCreate(&a, CU_STREAM_DEFAULT));
+    OK(cuStreamCreate(&nb, CU_STREAM_NON_BLOCKING));
+    OK(cuMemAlloc_v2(&x, 1024));
+    OK(cuMemAlloc_v2(&y, 1024));
+    OK(cuMemAlloc_v2(&z, 1024));
+    const CUDA_MEMCPY2D xy = m2d(T_DEV, HP(y), 64, T_DEV, HP(x), 64, 32, 8);
+    const CUDA_MEMCPY2D yz = m2d(T_DEV, HP(z), 128, T_DEV, HP(y), 64, 32, 8);
+    /* stream order: a 2D copy reads what the stream's earlier work wrote, and later work
+     * reads its rows */
+    OK(cuMemsetD8Async(x, 0x11, 1024, a));
+    OK(cuMemcpy2DAsync_v2(&xy, a));
+    OK(cuMemcpy2DAsync_v2(&yz, a));
+    ck_assert(all(HP(z), 1024, 0));
+    OK(cuStreamSynchronize(a));
+    memset(v, 0x11, sizeof v);
+    want2d(want, 1024, 0, 128, v, 64, 32, 8);
+    ck_assert_mem_eq(HP(z), want, 1024);
+    /* the legacy stream follows a blocking stream's earlier work */
+    OK(cuMemsetD8Async(x, 0x22, 1024, a));
+    OK(cuMemcpy2DAsync_v2(&xy, NULL));
+    OK(cuStreamSynchronize(NULL));
+    memset(v, 0x22, sizeof v);
+    want2d(want, 1024, 0, 64, v, 64, 32, 8);
+    ck_assert_mem_eq(HP(y), want, 1024);
+    /* ... not a non-blocking stream's; and a non-blocking stream's copy is its own */
+    OK(cuMemcpy2DAsync_v2(&yz, nb));
+    OK(cuStreamSynchronize(NULL));
+    ck_assert_uint_eq(cusim_pending(), 1);
+    OK(cuStreamSynchronize(nb));
+    ck_assert_uint_eq(cusim_pending(), 0);
+    /* NULL through _ptsz (and CU_STREAM_PER_THREAD) is this thread's stream: a later legacy
+     * copy waits for it, synchronizing the per-thread stream runs it alone */
+    OK(cuMemcpy2DAsync_v2_ptsz(&xy, NULL));
+    OK(cuMemcpy2DAsync_v2(&xy, CU_STREAM_PER_THREAD));
+    OK(cuMemcpy2DAsync_v2(&yz, NULL));
+    ck_assert_uint_eq(cusim_pending(), 3);
+    OK(cuStreamSynchronize(a));
+    ck_assert_uint_eq(cusim_pending(), 3);
+    OK(cuStreamSynchronize_ptsz(NULL));
+    ck_assert_uint_eq(cusim_pending(), 1);
+    OK(cuStreamSynchronize(NULL));
+    ck_assert_uint_eq(cusim_pending(), 0);
+    /* the synchronous entry points: legacy (after the blocking streams' work) and per-thread */
+    OK(cuMemsetD8Async(x, 0x33, 1024, a));
+    OK(cuMemcpy2D_v2(&xy));
+    ck_assert_uint_eq(cusim_pending(), 0);
+    memset(v, 0x33, sizeof v);
+    want2d(want, 1024, 0, 64, v, 64, 32, 8);
+    ck_assert_mem_eq(HP(y), want, 1024);
+    OK(cuMemsetD8Async(x, 0x44, 1024, nb));
+    OK(cuMemsetD8Async_ptsz(z, 0x55, 1024, NULL));
+    OK(cuMemcpy2D_v2_ptds(&xy)); /* follows the per-thread stream, not nb */
+    ck_assert_uint_eq(cusim_pending(), 1);
+    ck_assert(all(HP(z), 1024, 0x55));
+    ck_assert_mem_eq(HP(y), want, 1024);
+    OK(cuStreamSynchronize(nb));
+    /* a faulted context takes no more work (sticky error) */
+    CUmodule mod;
+    CUfunction f;
+    OK(cuModuleLoadData(&mod, (const unsigned char[16]){ 0x50, 0xED, 0x55, 0xBA }));
+    OK(cuModuleGetFunction(&f, mod, "cubatch_copy_kernel"));
+    struct cb_kparams *p = calloc(1, sizeof *p);
+    p->count = 1;
+    p->c[0] = (struct cb_kcopy){ y, DP(v), 16 }; /* pageable source: an illegal address */
+    void *args[1] = { p };
+    OK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, a, args, NULL));
+    ck_assert_int_eq(cuStreamSynchronize(a), CUDA_ERROR_ILLEGAL_ADDRESS);
+    ck_assert_int_eq(cuMemcpy2DAsync_v2(&xy, a), CUDA_ERROR_ILLEGAL_ADDRESS);
+    ck_assert_int_eq(cuMemcpy2D_v2(&xy), CUDA_ERROR_ILLEGAL_ADDRESS);
+    ck_assert_uint_eq(cusim_pending(), 0);
+    free(p);
+}
+END_TEST
+
+START_TEST(copy2d_capture)
+{
+    CUstream s;
+    CUdeviceptr x, y, f;
+    unsigned char *pg = malloc(1024), *pd = malloc(1024), want[1024];
+    CUgraph g;
+    CUgraphExec ge;
+    CUstreamCaptureStatus st;
+    setup();
+    OK(cuStreamCreate(&s, 0));
+    OK(cuMemAlloc_v2(&x, 1024));
+    OK(cuMemAlloc_v2(&y, 1024));
+    memset(pd, 0, 1024);
+    fill(pg, 1024, 3);
+    CUDA_MEMCPY2D c1 = m2d(T_DEV, HP(x), 64, T_HOST, pg, 32, 32, 8);    /* pageable source: read at replay */
+    CUDA_MEMCPY2D c2 = m2d(T_DEV, HP(y), 100, T_DEV, HP(x), 64, 30, 8);
+    c2.srcXInBytes = 2;
+    c2.dstY = 1;
+    CUDA_MEMCPY2D c3 = m2d(T_HOST, pd, 30, T_UNI, HP(y), 100, 30, 9); /* pageable destination */
+    OK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    OK(cuMemcpy2DAsync_v2(&c1, s));
+    OK(cuMemcpy2DAsync_v2(&c2, s));
+    OK(cuMemcpy2DAsync_v2(&c3, s));
+    OK(cuStreamIsCapturing(s, &st));
+    ck_assert_int_eq(st, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    OK(cuStreamEndCapture(s, &g));
+    ck_assert_uint_eq(cusim_pending(), 0);
+    ck_assert(all(HP(x), 1024, 0) && all(HP(y), 1024, 0) && all(pd, 1024, 0));
+    OK(cuGraphInstantiateWithFlags(&ge, g, 0));
+    OK(cuGraphDestroy(g));
+    for (unsigned seed = 50; seed <= 90; seed += 40) {
+        unsigned char wx[1024], wy[1024];
+        fill(pg, 1024, seed);
+        OK(cuGraphLaunch(ge, s));
+        ck_assert_uint_eq(cusim_pending(), 3);
+        OK(cuStreamSynchronize(s));
+        want2d(wx, 1024, 0, 64, pg, 32, 32, 8);
+        ck_assert_mem_eq(HP(x), wx, 1024);
+        want2d(wy, 1024, 100, 100, wx + 2, 64, 30, 8);
+        ck_assert_mem_eq(HP(y), wy, 1024);
+        want2d(want, 1024, 0, 30, wy, 100, 30, 9);
+        ck_assert_mem_eq(pd, want, 1024);
+    }
+    OK(cuGraphExecDestroy(ge));
+    /* the per-thread stream captures too: NULL through _ptsz is recorded; a synchronous copy
+     * on it is refused (_UNSUPPORTED) and ends the capture invalidated */
+    OK(cuStreamBeginCapture_v2(CU_STREAM_PER_THREAD, CU_STREAM_CAPTURE_MODE_RELAXED));
+    OK(cuMemcpy2DAsync_v2_ptsz(&c2, NULL));
+    ck_assert_int_eq(cuMemcpy2D_v2_ptds(&c2), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    ck_assert_int_eq(cuMemcpy2DAsync_v2_ptsz(&c2, NULL), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    ck_assert_int_eq(cuStreamEndCapture(CU_STREAM_PER_THREAD, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    /* the legacy stream while a blocking stream captures: _IMPLICIT, invalidated */
+    OK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    ck_assert_int_eq(cuMemcpy2DAsync_v2(&c2, NULL), CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+    ck_assert_int_eq(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    OK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    ck_assert_int_eq(cuMemcpy2D_v2(&c2), CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+    ck_assert_int_eq(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    ck_assert_uint_eq(cusim_pending(), 0);
+    /* a replay naming memory freed since the capture: the op is skipped, a use after free */
+    OK(cuMemAlloc_v2(&f, 1024));
+    CUDA_MEMCPY2D c4 = m2d(T_DEV, HP(f), 64, T_DEV, HP(x), 64, 32, 8);
+    OK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    OK(cuMemcpy2DAsync_v2(&c4, s));
+    OK(cuStreamEndCapture(s, &g));
+    OK(cuGraphInstantiateWithFlags(&ge, g, 0));
+    OK(cuMemFree_v2(f));
+    OK(cuGraphLaunch(ge, s));
+    OK(cuStreamSynchronize(s));
+    ck_assert_uint_eq(cusim_errors(), 1);
+    free(pg);
+    free(pd);
+}
+END_TEST
+
+START_TEST(copy2d_log_proc_fail)
+{
+    char path[] = "/tmp/cusim-2dlogXXXXXX", buf[8192], want[512];
+    int fd = mkstemp(path);
+    CUstream s;
+    CUdeviceptr d;
+    void *ph, *fn;
+    unsigned char *pg = malloc(1024);
+    CUdriverProcAddressQueryResult qs;
+    ck_assert_int_ge(fd, 0);
+    setenv("CUSIM_LOG", path, 1);
+    setenv("CUSIM_FAIL", "cuMemcpy2DAsync_v2:1:2", 1);
+    setup();
+    OK(cuStreamCreate(&s, 0));
+    OK(cuMemAlloc_v2(&d, 1024));
+    OK(cuMemAllocHost_v2(&ph, 1024));
+    CUDA_MEMCPY2D c = m2d(T_DEV, HP(d), 64, T_HOST, ph, 40, 33, 5);
+    c.dstY = 1;
+    /* CUSIM_FAIL: the first call fails and does nothing */
+    ck_assert_int_eq(cuMemcpy2DAsync_v2(&c, s), CUDA_ERROR_OUT_OF_MEMORY);
+    ck_assert_uint_eq(cusim_pending(), 0);
+    OK(cuMemcpy2DAsync_v2(&c, s));
+    ck_assert_uint_eq(cusim_count("cuMemcpy2DAsync_v2"), 2);
+    /* cuGetProcAddress answers the simulated functions (no longer stubs) */
+    OK(cuGetProcAddress_v2("cuMemcpy2DAsync", &fn, 13000, 0, &qs));
+    ck_assert_str_eq(sym_name(fn), "cuMemcpy2DAsync_v2");
+    ck_assert_ptr_eq(fn, (void *)cuMemcpy2DAsync_v2);
+    OK(cuGetProcAddress_v2("cuMemcpy2DAsync", &fn, 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &qs));
+    ck_assert_str_eq(sym_name(fn), "cuMemcpy2DAsync_v2_ptsz");
+    OK(((CUresult(*)(const CUDA_MEMCPY2D *, CUstream))fn)(&c, s));
+    OK(cuGetProcAddress_v2("cuMemcpy2D", &fn, 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &qs));
+    ck_assert_str_eq(sym_name(fn), "cuMemcpy2D_v2_ptds");
+    OK(((CUresult(*)(const CUDA_MEMCPY2D *))fn)(&c));
+    OK(cuStreamSynchronize(s));
+    ck_assert_uint_eq(cusim_pending(), 0);
+    /* staged, synchronous, captured, refused */
+    c = m2d(T_DEV, HP(d), 64, T_HOST, pg, 64, 64, 2);
+    OK(cuMemcpy2DAsync_v2(&c, s));
+    c = m2d(T_HOST, pg, 64, T_DEV, HP(d), 64, 64, 2);
+    OK(cuMemcpy2DAsync_v2(&c, s));
+    CUgraph g;
+    OK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    OK(cuMemcpy2DAsync_v2(&c, s));
+    OK(cuStreamEndCapture(s, &g));
+    ck_assert_int_eq(cuMemcpy2DAsync_v2(NULL, s), CUDA_ERROR_INVALID_VALUE);
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    ck_assert_int_gt(n, 0);
+    buf[n] = 0;
+    snprintf(want, sizeof want, "cuMemcpy2DAsync_v2 rc=2 stream=%p injected=1\n", (void *)s);
+    ck_assert_msg(strstr(buf, want) != NULL, "log:\n%s\nwant: %s", buf, want);
+    snprintf(want, sizeof want,
+             "cuMemcpy2DAsync_v2 rc=0 stream=%p dst=%p src=%p width=33 height=5 dpitch=64 spitch=40\n", (void *)s,
+             (char *)HP(d) + 64, ph);
+    ck_assert_msg(strstr(buf, want) != NULL, "log:\n%s\nwant: %s", buf, want);
+    snprintf(want, sizeof want, "cuMemcpy2DAsync_v2_ptsz rc=0 stream=%p dst=", (void *)s);
+    ck_assert_msg(strstr(buf, want) != NULL, "log:\n%s\nwant: %s", buf, want);
+    ck_assert_ptr_nonnull(strstr(buf, "cuMemcpy2D_v2_ptds rc=0 stream=- dst="));
+    snprintf(want, sizeof want, "src=%p width=64 height=2 dpitch=64 spitch=64 staged=1\n", pg);
+    ck_assert_msg(strstr(buf, want) != NULL, "log:\n%s\nwant: %s", buf, want);
+    snprintf(want, sizeof want, "dst=%p src=%p width=64 height=2 dpitch=64 spitch=64 sync=1\n", pg, HP(d));
+    ck_assert_msg(strstr(buf, want) != NULL, "log:\n%s\nwant: %s", buf, want);
+    snprintf(want, sizeof want, "dst=%p src=%p width=64 height=2 dpitch=64 spitch=64 captured=1\n", pg, HP(d));
+    ck_assert_msg(strstr(buf, want) != NULL, "log:\n%s\nwant: %s", buf, want);
+    snprintf(want, sizeof want, "cuMemcpy2DAsync_v2 rc=1 stream=%p pCopy=NULL\n", (void *)s);
+    ck_assert_msg(strstr(buf, want) != NULL, "log:\n%s\nwant: %s", buf, want);
+    close(fd);
+    unlink(path);
+    free(pg);
+}
+END_TEST
+
 /* ------------------------------------------------------------ the copy kernel */
 
 /* A fatbin header: magic 0xBA55ED50 (little-endian), version 1, header size 16. */
@@ -1063,24 +1563,28 @@ enum { KTIERS = 0 CB_KTIERS(KONE), KFIRST = 0, KSECOND = 1, KMAX = KTIERS - 1 };
 #undef KONE
 _Static_assert(KTIERS >= 2, "the tests below launch the first, the second and the last tier");
 static const struct { const char *name; unsigned cap; } ktiers[KTIERS] = { CB_KTIERS(CB_KTIER_ROW) };
+/* each tier's twin that also takes 2D pairs (<entry point>_rows) */
+static const struct { const char *name; unsigned cap; } ktiers_rows[KTIERS] = { CB_KTIERS(CB_KTIER_ROWS_ROW) };
 #define KNAME(cap, name) #name,
 #define KCAP(cap, name) cap##u,
 static const char *const knames[KTIERS] = { CB_KTIERS(KNAME) };
 static const unsigned kcaps[KTIERS] = { CB_KTIERS(KCAP) };
 #undef KNAME
 #undef KCAP
-static CUfunction kfn[KTIERS];
+static CUfunction kfn[KTIERS], kfn_rows[KTIERS];
 
-/* Load the module in the current context; kfn[] its tiers. */
+/* Load the module in the current context; kfn[] its tiers, kfn_rows[] their _rows twins. */
 static CUmodule kload(void)
 {
     CUmodule m = NULL;
     OK(cuModuleLoadData(&m, fatbin));
     ck_assert_ptr_nonnull(m);
     for (int i = 0; i < KTIERS; i++) {
-        kfn[i] = NULL;
+        kfn[i] = kfn_rows[i] = NULL;
         OK(cuModuleGetFunction(&kfn[i], m, knames[i]));
         ck_assert_ptr_nonnull(kfn[i]);
+        OK(cuModuleGetFunction(&kfn_rows[i], m, ktiers_rows[i].name));
+        ck_assert_ptr_nonnull(kfn_rows[i]);
     }
     return m;
 }
@@ -1144,13 +1648,23 @@ START_TEST(kernel_module_lifecycle)
         ck_assert_str_eq(knames[i], kname);
     }
     ck_assert_str_eq(knames[KMAX], "cubatch_copy_kernel");
+    /* each tier's _rows twin: the same capacity */
+    for (int i = 0; i < KTIERS; i++) {
+        snprintf(kname, sizeof kname, "%s_rows", knames[i]);
+        ck_assert_str_eq(ktiers_rows[i].name, kname);
+        ck_assert_uint_eq(ktiers_rows[i].cap, kcaps[i]);
+    }
     m = kload();
-    /* the tiers, distinct, the same handle when asked again */
+    /* the tiers and their twins, distinct, the same handle when asked again */
     for (int i = 0; i < KTIERS; i++) {
         for (int j = 0; j < i; j++)
-            ck_assert_ptr_ne(kfn[i], kfn[j]);
+            ck_assert(kfn[i] != kfn[j] && kfn_rows[i] != kfn_rows[j] && kfn[i] != kfn_rows[j] &&
+                      kfn_rows[i] != kfn[j]);
+        ck_assert_ptr_ne(kfn[i], kfn_rows[i]);
         OK(cuModuleGetFunction(&f, m, knames[i]));
         ck_assert_ptr_eq(f, kfn[i]);
+        OK(cuModuleGetFunction(&f, m, ktiers_rows[i].name));
+        ck_assert_ptr_eq(f, kfn_rows[i]);
     }
     f = (CUfunction)1;
     snprintf(kname, sizeof kname, "cubatch_copy_kernel_%u", kcaps[KFIRST] + 1); /* no tier's capacity */
@@ -1740,7 +2254,8 @@ static void fault_case(int how, int logfd)
         OK(cuMemHostUnregister(reg));
         dst = DP(reg);
         break;
-    case F_WRAP: dst = b + 8; n = (size_t)0 - 8; break; /* dst + n wraps around to b */
+    /* dst + n wraps around past 0 (a length stays below 2^62: copy_kernel.h's flag bits) */
+    case F_WRAP: dst = (CUdeviceptr)0 - 64; break;
     }
     kp_add(p, dst, src, n);
     kp_add(p, DP(ph), a, 256);
@@ -2067,6 +2582,271 @@ START_TEST(kernel_log_format)
     unlink(path);
     free(pageable);
     free(p);
+}
+END_TEST
+
+/* A 2D pair (copy_kernel.h): {dst, src, w | CB_KROWS}, {dst pitch, src pitch, h | CB_KROWS_TAIL}. */
+static void kp_add2d(struct cb_kparams *p, CUdeviceptr dst, size_t dp, CUdeviceptr src, size_t sp, size_t w, size_t h)
+{
+    kp_add(p, dst, src, w);
+    p->c[p->count - 1].bytes |= CB_KROWS;
+    kp_add(p, dp, sp, h);
+    p->c[p->count - 1].bytes |= CB_KROWS_TAIL;
+}
+
+/* One launch mixing 1D descriptors and 2D pairs (of every direction, zero ones, one row
+ * wider than its pitches); run as launched and as a graph replays it, in each order.  The
+ * bytes between and around the rows stay untouched. */
+static void kernel_2d_mixed_run(const char *order)
+{
+    CUstream s;
+    CUdeviceptr x, y, z;
+    unsigned char *h, *back, wx[4096], wy[4096], wb[1024];
+    struct cb_kparams *p = kp_new();
+    setenv("CUSIM_BATCH_ORDER", order, 1);
+    setup();
+    kload();
+    OK(cuStreamCreate(&s, 0));
+    OK(cuMemAlloc_v2(&x, 4096));
+    OK(cuMemAlloc_v2(&y, 4096));
+    OK(cuMemAlloc_v2(&z, 4096));
+    OK(cuMemAllocHost_v2((void **)&h, 4096));
+    OK(cuMemAllocHost_v2((void **)&back, 1024));
+    fill(h, 4096, 5);
+    fill(HP(z), 4096, 6);
+    kp_add(p, x, DP(h), 100);                                /* 1D */
+    kp_add2d(p, x + 1024, 64, DP(h) + 200, 40, 33, 7);       /* host to device, pitches differ */
+    kp_add(p, y, DP(h) + 300, 50);                           /* 1D */
+    kp_add2d(p, y + 1024 + 5, 100, z + 3, 64, 60, 9);        /* device to device, offsets */
+    kp_add2d(p, DP(back), 48, z + 2048, 64, 48, 6);          /* device to host */
+    kp_add2d(p, x + 3000, 16, z, 16, 0, 5);                  /* zero width: nothing */
+    kp_add2d(p, x + 3000, 16, z, 16, 16, 0);                 /* zero height: nothing */
+    kp_add2d(p, y + 3000, 0, z + 100, 0, 70, 1);             /* one row: pitches do not matter */
+    kp_add(p, x + 3500, z, 0);                               /* 1D, 0 bytes */
+    ck_assert_uint_eq(p->count, 15);
+    ck_assert_int_eq(klaunch(kfn[KFIRST], p, s), CUDA_ERROR_INVALID_VALUE); /* a plain tier takes no pair */
+    ck_assert_uint_eq(cusim_errors(), 1);
+    cusim_reset_counts();
+    memset(wx, 0, sizeof wx);
+    memcpy(wx, h, 100);
+    for (int r = 0; r < 7; r++)
+        memcpy(wx + 1024 + r * 64, h + 200 + r * 40, 33);
+    memset(wy, 0, sizeof wy);
+    memcpy(wy, h + 300, 50);
+    for (int r = 0; r < 9; r++)
+        memcpy(wy + 1024 + 5 + r * 100, (unsigned char *)HP(z) + 3 + r * 64, 60);
+    memcpy(wy + 3000, (unsigned char *)HP(z) + 100, 70);
+    want2d(wb, 1024, 0, 48, (unsigned char *)HP(z) + 2048, 64, 48, 6);
+    /* as launched */
+    OK(klaunch(kfn_rows[KFIRST], p, s));
+    ck_assert_uint_eq(cusim_pending(), 1);
+    ck_assert(all(HP(x), 4096, 0));
+    OK(cuStreamSynchronize(s));
+    ck_assert_mem_eq(HP(x), wx, 4096);
+    ck_assert_mem_eq(HP(y), wy, 4096);
+    ck_assert_mem_eq(back, wb, 1024);
+    ck_assert_uint_eq(cusim_kernel_copies(), 15); /* descriptors: both slots of each pair */
+    ck_assert_uint_eq(cusim_errors(), 0);
+    /* captured, then replayed */
+    CUgraph g;
+    CUgraphExec ge;
+    memset(HP(x), 0, 4096);
+    memset(HP(y), 0, 4096);
+    memset(back, 0, 1024);
+    OK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    OK(klaunch(kfn_rows[KSECOND], p, s));
+    OK(cuStreamEndCapture(s, &g));
+    memset(p, 0, sizeof *p); /* captured at the call */
+    OK(cuGraphInstantiateWithFlags(&ge, g, 0));
+    ck_assert(all(HP(x), 4096, 0));
+    OK(cuGraphLaunch(ge, s));
+    OK(cuStreamSynchronize(s));
+    ck_assert_mem_eq(HP(x), wx, 4096);
+    ck_assert_mem_eq(HP(y), wy, 4096);
+    ck_assert_mem_eq(back, wb, 1024);
+    ck_assert_uint_eq(cusim_kernel_copies(), 30);
+    ck_assert_uint_eq(cusim_errors(), 0);
+    free(p);
+}
+
+START_TEST(kernel_2d_mixed)
+{
+    kernel_2d_mixed_run("reverse");
+    kernel_2d_mixed_run("forward");
+    kernel_2d_mixed_run("shuffle");
+}
+END_TEST
+
+/* Malformed 2D pairs: the launch is refused (CUDA_ERROR_INVALID_VALUE), nothing is enqueued
+ * or captured, the misuse is counted (cusim_errors) and logged. */
+START_TEST(kernel_2d_malformed)
+{
+    char path[] = "/tmp/cusim-k2dXXXXXX", buf[16384], want[256];
+    int fd = mkstemp(path);
+    CUstream s;
+    CUdeviceptr x, y;
+    CUstreamCaptureStatus st;
+    struct cb_kparams *p = kp_new();
+    ck_assert_int_ge(fd, 0);
+    setenv("CUSIM_LOG", path, 1);
+    setup();
+    kload();
+    OK(cuStreamCreate(&s, 0));
+    OK(cuMemAlloc_v2(&x, 1024));
+    OK(cuMemAlloc_v2(&y, 1024));
+    fill(HP(x), 1024, 2);
+    static const struct { int index; const char *why; } cases[] = {
+        { 1, "no-tail" },      /* a head in the last slot */
+        { 0, "no-tail" },      /* a head, then a 1D descriptor */
+        { 0, "no-tail" },      /* a head, then a whole pair */
+        { 0, "stray-tail" },   /* a tail first */
+        { 2, "stray-tail" },   /* a tail after a whole pair */
+        { 0, "stray-tail" },   /* a slot that is both */
+        { 0, "no-tail" },      /* a head whose next slot is both */
+        { 0, "rows-overlap" }, /* width above the destination pitch, 2 rows */
+        { 2, "rows-overlap" }, /* width above the source pitch, after a whole pair */
+        { 0, "stray-tail" },   /* a 1D length of 2^62 */
+    };
+    for (int k = 0; k < (int)(sizeof cases / sizeof cases[0]); k++) {
+        p->count = 0;
+        switch (k) {
+        case 0: kp_add(p, y, x, 8); kp_add(p, y + 8, x, 8); p->c[1].bytes |= CB_KROWS; break;
+        case 1: kp_add(p, y, x, 8); p->c[0].bytes |= CB_KROWS; kp_add(p, y + 8, x, 8); break;
+        case 2: kp_add(p, y, x, 8); p->c[0].bytes |= CB_KROWS; kp_add2d(p, y + 100, 16, x, 16, 8, 2); break;
+        case 3: kp_add(p, 16, 16, 2); p->c[0].bytes |= CB_KROWS_TAIL; kp_add(p, y, x, 8); break;
+        case 4: kp_add2d(p, y, 16, x, 16, 8, 2); kp_add(p, 16, 16, 2); p->c[2].bytes |= CB_KROWS_TAIL; break;
+        case 5: kp_add2d(p, y, 16, x, 16, 8, 2); p->c[0].bytes |= CB_KROWS_TAIL; break;
+        case 6: kp_add2d(p, y, 16, x, 16, 8, 2); p->c[1].bytes |= CB_KROWS; break;
+        case 7: kp_add2d(p, y, 64, x, 128, 65, 2); break;
+        case 8: kp_add2d(p, y, 16, x, 16, 8, 2); kp_add2d(p, y + 512, 128, x, 64, 65, 2); break;
+        case 9: kp_add(p, y, x, (size_t)1 << 62); break;
+        }
+        unsigned long err = cusim_errors();
+        ck_assert_msg(klaunch(kfn_rows[KFIRST], p, s) == CUDA_ERROR_INVALID_VALUE, "case %d accepted", k);
+        ck_assert_uint_eq(cusim_errors(), err + 1);
+        ck_assert_uint_eq(cusim_pending(), 0);
+        /* the same on a capturing stream: refused, nothing captured, the capture still valid */
+        OK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+        ck_assert_int_eq(klaunch(kfn_rows[KFIRST], p, s), CUDA_ERROR_INVALID_VALUE);
+        OK(cuStreamIsCapturing(s, &st));
+        ck_assert_int_eq(st, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+        CUgraph g;
+        CUgraphExec ge;
+        OK(cuStreamEndCapture(s, &g));
+        OK(cuGraphInstantiateWithFlags(&ge, g, 0));
+        OK(cuGraphLaunch(ge, s));
+        OK(cuStreamSynchronize(s));
+        OK(cuGraphExecDestroy(ge));
+        OK(cuGraphDestroy(g));
+        ck_assert_uint_eq(cusim_kernel_copies(), 0);
+        ck_assert(all(HP(y), 1024, 0));
+    }
+    /* a plain tier takes no flagged slot at all, even a well-formed pair (a GPU would read
+     * the flags as a length) */
+    p->count = 0;
+    kp_add(p, y + 512, x, 8);
+    kp_add2d(p, y, 64, x, 128, 64, 2);
+    ck_assert_int_eq(klaunch(kfn[KSECOND], p, s), CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(klaunch_ptsz(kfn[KMAX], p, NULL), CUDA_ERROR_INVALID_VALUE);
+    ck_assert_uint_eq(cusim_pending(), 0);
+    /* a well-formed pair after all that, on a _rows twin: runs */
+    OK(klaunch(kfn_rows[KMAX], p, s));
+    OK(cuStreamSynchronize(s));
+    ck_assert_mem_eq(HP(y), HP(x), 64);
+    ck_assert_mem_eq((char *)HP(y) + 64, (char *)HP(x) + 128, 64);
+    ck_assert_mem_eq((char *)HP(y) + 512, HP(x), 8);
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    ck_assert_int_gt(n, 0);
+    buf[n] = 0;
+    for (int k = 0; k < (int)(sizeof cases / sizeof cases[0]); k++) {
+        snprintf(want, sizeof want, "KERNEL_BAD_PARAMS kernel=%s index=%d reason=%s\n", ktiers_rows[KFIRST].name,
+                 cases[k].index, cases[k].why);
+        ck_assert_msg(strstr(buf, want) != NULL, "case %d, log:\n%s\nwant: %s", k, buf, want);
+        snprintf(want, sizeof want, "malformed=%d reason=%s\n", cases[k].index, cases[k].why);
+        ck_assert_msg(strstr(buf, want) != NULL, "case %d, log:\n%s\nwant: %s", k, buf, want);
+    }
+    snprintf(want, sizeof want, "KERNEL_BAD_PARAMS kernel=%s index=1 reason=not-rows-kernel\n", knames[KSECOND]);
+    ck_assert_msg(strstr(buf, want) != NULL, "log:\n%s\nwant: %s", buf, want);
+    snprintf(want, sizeof want, "kernel=%s count=3 grid=4 block=256 order=reverse malformed=1 reason=not-rows-kernel\n",
+             knames[KMAX]);
+    ck_assert_msg(strstr(buf, want) != NULL, "log:\n%s\nwant: %s", buf, want);
+    ck_assert_uint_eq(cusim_errors(), sizeof cases / sizeof cases[0] * 2 + 2);
+    close(fd);
+    unlink(path);
+    free(p);
+}
+END_TEST
+
+/* A 2D pair with a row outside reachable memory faults as a bad 1D descriptor does: when the
+ * launch runs, no copy of it happens, one KERNEL_FAULT line (with the row), the sticky 700. */
+static void kernel_2d_fault_case(int how, int logfd)
+{
+    CUcontext c;
+    CUstream s;
+    CUdeviceptr a, b, o;
+    char *pg = malloc(1024);
+    struct cb_kparams *p = kp_new();
+    unsigned long err0 = cusim_errors();
+    OK(cuCtxCreate_v2(&c, 0, 0));
+    kload();
+    OK(cuStreamCreate(&s, 0));
+    OK(cuMemAlloc_v2(&a, 256));
+    OK(cuMemAlloc_v2(&b, 256));
+    OK(cuMemAlloc_v2(&o, 256));
+    fill(HP(a), 256, 1);
+    kp_add(p, o, a, 56); /* fine */
+    CUdeviceptr bad = 0;
+    const char *why = NULL;
+    unsigned row = 0;
+    switch (how) {
+    case 0: /* the last row runs one byte past the destination's end */
+        kp_add2d(p, b + 1, 64, a, 64, 64, 4);
+        bad = b + 1 + 3 * 64, why = "side=dst reason=range", row = 3;
+        break;
+    case 1: /* a source in pageable memory */
+        kp_add2d(p, b, 64, DP(pg), 64, 32, 3);
+        bad = DP(pg), why = "side=src reason=unmapped", row = 0;
+        break;
+    case 2: /* the second row's address wraps around */
+        kp_add2d(p, b, (size_t)0 - 16, a, 64, 8, 2);
+        bad = b, why = "side=dst reason=range", row = 1;
+        break;
+    case 3: /* the source's last row runs past its allocation */
+        kp_add2d(p, b, 16, a + 100, 75, 10, 3);
+        bad = a + 100 + 2 * 75, why = "side=src reason=range", row = 2;
+        break;
+    }
+    OK(klaunch(kfn_rows[KFIRST], p, s));
+    ck_assert_uint_eq(cusim_errors(), err0);
+    ck_assert_msg(cuStreamSynchronize(s) == CUDA_ERROR_ILLEGAL_ADDRESS, "case %d: no fault", how);
+    ck_assert_uint_eq(cusim_errors(), err0 + 1);
+    ck_assert(all(HP(b), 256, 0) && all(HP(o), 256, 0));
+    ck_assert_uint_eq(cusim_kernel_copies(), 0);
+    CUDA_MEMCPY2D m = m2d(T_DEV, HP(b), 64, T_DEV, HP(a), 64, 8, 2);
+    ck_assert_int_eq(cuMemcpy2DAsync_v2(&m, s), CUDA_ERROR_ILLEGAL_ADDRESS);
+    OK(cuCtxDestroy_v2(c));
+    char buf[8192], want[256];
+    ssize_t got = read(logfd, buf, sizeof buf - 1);
+    ck_assert_int_gt(got, 0);
+    buf[got] = 0;
+    snprintf(want, sizeof want, "KERNEL_FAULT ptr=%p n=%llu kernel=%s index=1 %s row=%u\n", HP(bad),
+             (unsigned long long)(p->c[1].bytes & CB_KLEN_MASK), ktiers_rows[KFIRST].name, why, row);
+    ck_assert_msg(strstr(buf, want) != NULL, "case %d, log:\n%s\nwant: %s", how, buf, want);
+    free(pg);
+    free(p);
+}
+
+START_TEST(kernel_2d_faults)
+{
+    char path[] = "/tmp/cusim-k2dfXXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    setenv("CUSIM_LOG", path, 1);
+    setup();
+    for (int how = 0; how < 4; how++)
+        kernel_2d_fault_case(how, fd);
+    close(fd);
+    unlink(path);
 }
 END_TEST
 
@@ -2833,6 +3613,15 @@ static Suite *sim_suite(void)
     tcase_add_test(t, env_fail);
     tcase_add_test(t, env_log);
     suite_add_tcase(s, t);
+    TCase *c2d = tcase_create("copy2d");
+    tcase_add_test(c2d, copy2d_directions);
+    tcase_add_test(c2d, copy2d_validation);
+    tcase_add_test(c2d, copy2d_max_copy);
+    tcase_add_test(c2d, copy2d_pageable);
+    tcase_add_test(c2d, copy2d_streams);
+    tcase_add_test(c2d, copy2d_capture);
+    tcase_add_test(c2d, copy2d_log_proc_fail);
+    suite_add_tcase(s, c2d);
     TCase *k = tcase_create("copy_kernel");
     tcase_set_timeout(k, 60);
     tcase_add_test(k, kernel_module_lifecycle);
@@ -2852,6 +3641,9 @@ static Suite *sim_suite(void)
     tcase_add_test(k, kernel_registered_alias);
     tcase_add_test(k, kernel_capture_replay);
     tcase_add_test(k, kernel_log_format);
+    tcase_add_test(k, kernel_2d_mixed);
+    tcase_add_test(k, kernel_2d_malformed);
+    tcase_add_test(k, kernel_2d_faults);
     suite_add_tcase(s, k);
     TCase *two = tcase_create("two_devices");
     tcase_add_test(two, two_devices_contexts_and_streams);

@@ -615,6 +615,23 @@ static void do_copy(const char *what, char *dst, const char *src, size_t n, cons
     memmove(dst, staged ? staged : src, n);
 }
 
+/* A 2D copy (N_COPY2D): each side's footprint is re-checked as do_copy checks a range (it
+ * was wholly inside one allocation at the call), then the rows are copied in order. */
+static void do_copy2d(const struct node *n)
+{
+    size_t dfoot = (n->rows - 1) * n->dpitch + n->n, sfoot = (n->rows - 1) * n->spitch + n->n;
+    if (n->dst_id && !sim_mem_live_id(n->dst, dfoot, n->dst_id)) {
+        sim_error_uaf("copy2d", n->dst, dfoot);
+        return;
+    }
+    if (!n->staged && n->src_id && !sim_mem_live_id(n->src, sfoot, n->src_id)) {
+        sim_error_uaf("copy2d", n->src, sfoot);
+        return;
+    }
+    for (size_t r = 0; r < n->rows; r++)
+        memmove(n->dst + r * n->dpitch, n->staged ? n->staged + r * n->n : n->src + r * n->spitch, n->n);
+}
+
 static unsigned long long rng_next(void)
 {
     unsigned long long x = sim_cfg.seed;
@@ -673,46 +690,105 @@ static const char *kernel_access(struct sim_ctx *ctx, uint64_t addr, uint64_t n,
     return NULL;
 }
 
-/* A copy-kernel launch: every descriptor is checked first; one illegal access and no copy
- * of the launch happens, the fault is logged and counted, and the context gets the sticky
- * CUDA_ERROR_ILLEGAL_ADDRESS. */
+/* The copies of a copy-kernel launch: a 1D descriptor is one row; a 2D pair (copy_kernel.h:
+ * a CB_KROWS head, then its CB_KROWS_TAIL slot, which launch_op checked) is rows rows. */
+struct kshape {
+    uint64_t dst, src, width, dpitch, spitch, rows;
+    int two_d;
+};
+
+/* The shape of descriptor i, which is no tail. */
+static struct kshape kshape_of(const struct cb_kcopy *kc, size_t i)
+{
+    const struct cb_kcopy *k = &kc[i];
+    if (!(k->bytes & CB_KROWS))
+        return (struct kshape){ k->dst, k->src, k->bytes, 0, 0, 1, 0 };
+    return (struct kshape){ k->dst, k->src, k->bytes & CB_KLEN_MASK, kc[i + 1].dst, kc[i + 1].src,
+                            kc[i + 1].bytes & CB_KLEN_MASK, 1 };
+}
+
+/* base + r * pitch, or 0 (*out untouched) if that wraps around the address space. */
+static int row_addr(uint64_t base, uint64_t pitch, uint64_t r, uint64_t *out)
+{
+    if (pitch && r > (UINT64_MAX - base) / pitch)
+        return 0;
+    *out = base + r * pitch;
+    return 1;
+}
+
+/* May row r of k run?  NULL: yes, *hd and *hs where its destination and source bytes are in
+ * this process; else the reason of the illegal access, *side and *bad the side and the
+ * address at fault (a row whose address wraps: "range", at the side's start). */
+static const char *krow_access(struct sim_ctx *ctx, const struct kshape *k, uint64_t r, char **hd, char **hs,
+                               const char **side, uint64_t *bad)
+{
+    uint64_t d, s;
+    const char *why;
+    *side = "dst";
+    *bad = k->dst;
+    if (!row_addr(k->dst, k->dpitch, r, &d))
+        return "range";
+    *bad = d;
+    if ((why = kernel_access(ctx, d, k->width, hd)))
+        return why;
+    *side = "src";
+    *bad = k->src;
+    if (!row_addr(k->src, k->spitch, r, &s))
+        return "range";
+    *bad = s;
+    return kernel_access(ctx, s, k->width, hs);
+}
+
+/* A copy-kernel launch: every copy (every row of a 2D pair) is checked first; one illegal
+ * access and no copy of the launch happens, the fault is logged and counted, and the
+ * context gets the sticky CUDA_ERROR_ILLEGAL_ADDRESS.  Then the descriptors run in the
+ * scrambled order, a 2D pair's rows in order (a tail slot, reached on its own, does
+ * nothing: the kernel's block given it does nothing either). */
 static void run_kernel(struct node *n)
 {
     size_t cnt = n->nkc;
-    char **hp = malloc((cnt ? cnt : 1) * 2 * sizeof *hp);
-    if (!hp)
-        abort();
+    char *hd, *hs;
+    const char *side;
+    uint64_t bad;
     for (size_t i = 0; i < cnt; i++) {
-        const struct cb_kcopy *k = &n->kc[i];
-        const char *why = NULL, *side = "dst";
-        uint64_t bad = k->dst;
-        hp[2 * i] = hp[2 * i + 1] = NULL;
-        if (k->bytes == 0)
+        if (n->kc[i].bytes & CB_KROWS_TAIL)
+            continue; /* its head checks the rows */
+        struct kshape k = kshape_of(n->kc, i);
+        const char *why = NULL;
+        uint64_t r = 0;
+        if (k.width == 0)
             continue;
-        if (!(why = kernel_access(n->ctx, k->dst, k->bytes, &hp[2 * i]))) {
-            side = "src";
-            bad = k->src;
-            why = kernel_access(n->ctx, k->src, k->bytes, &hp[2 * i + 1]);
-        }
+        for (; r < k.rows && !why; r++)
+            why = krow_access(n->ctx, &k, r, &hd, &hs, &side, &bad);
         if (why) {
             sim_errors_n++;
-            sim_logline("KERNEL_FAULT ptr=%p n=%llu kernel=%s index=%zu side=%s reason=%s",
-                        (void *)(uintptr_t)bad, (unsigned long long)k->bytes, n->kname, i, side, why);
+            if (k.two_d)
+                sim_logline("KERNEL_FAULT ptr=%p n=%llu kernel=%s index=%zu side=%s reason=%s row=%llu",
+                            (void *)(uintptr_t)bad, (unsigned long long)k.width, n->kname, i, side, why,
+                            (unsigned long long)(r - 1));
+            else
+                sim_logline("KERNEL_FAULT ptr=%p n=%llu kernel=%s index=%zu side=%s reason=%s",
+                            (void *)(uintptr_t)bad, (unsigned long long)k.width, n->kname, i, side, why);
             if (n->ctx)
                 n->ctx->sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
-            free(hp);
             return;
         }
     }
     size_t *perm = scrambled(cnt, n->order);
-    for (size_t k = 0; k < cnt; k++) {
-        size_t i = perm[k];
-        if (n->kc[i].bytes)
-            memmove(hp[2 * i], hp[2 * i + 1], (size_t)n->kc[i].bytes);
+    for (size_t j = 0; j < cnt; j++) {
+        size_t i = perm[j];
+        if (n->kc[i].bytes & CB_KROWS_TAIL)
+            continue;
+        struct kshape k = kshape_of(n->kc, i);
+        if (k.width == 0)
+            continue;
+        for (uint64_t r = 0; r < k.rows; r++) {
+            krow_access(n->ctx, &k, r, &hd, &hs, &side, &bad); /* checked above: cannot fail */
+            memmove(hd, hs, (size_t)k.width);
+        }
     }
     sim_kernel_copies_n += cnt;
     free(perm);
-    free(hp);
 }
 
 /* Execute one node whose dependencies are all done.  Called with the lock held; host
@@ -738,12 +814,17 @@ static void execute(struct node *n)
 {
     /* after a fault the context's device work no longer runs (host work does) */
     CUresult sticky = n->ctx ? n->ctx->sticky : CUDA_SUCCESS;
-    int kind = sticky && (n->kind == N_COPY || n->kind == N_MEMSET || n->kind == N_BATCH || n->kind == N_KERNEL)
+    int kind = sticky && (n->kind == N_COPY || n->kind == N_COPY2D || n->kind == N_MEMSET || n->kind == N_BATCH ||
+                          n->kind == N_KERNEL)
                    ? N_NOP
                    : n->kind;
     switch (kind) {
     case N_COPY:
         do_copy("copy", n->dst, n->src, n->n, n->staged, n->dst_id, n->src_id);
+        sim_gpu_ns += sim_cfg.cost.copy;
+        break;
+    case N_COPY2D:
+        do_copy2d(n);
         sim_gpu_ns += sim_cfg.cost.copy;
         break;
     case N_MEMSET:

@@ -114,9 +114,11 @@ struct sim_event {
 };
 
 /* graphs: a linear list of captured operations */
-enum { GOP_COPY, GOP_MEMSET, GOP_HOST, GOP_NOP, GOP_KERNEL };
+enum { GOP_COPY, GOP_MEMSET, GOP_HOST, GOP_NOP, GOP_KERNEL, GOP_COPY2D };
 struct gop {
     int kind;
+    /* GOP_COPY2D: rows rows of n bytes, row r from src + r * spitch to dst + r * dpitch */
+    size_t rows, dpitch, spitch;
     /* GOP_KERNEL: the launch's descriptors (owned: deep-copied with the graph) */
     struct cb_kcopy *kc;
     size_t nkc;
@@ -184,7 +186,7 @@ struct sim_alloc *sim_mem_find_alias(const void *p, char **host);
 uintptr_t sim_mem_devptr(const struct sim_alloc *a, const void *p);
 
 /* ---- work nodes ---- */
-enum { N_NOP, N_COPY, N_MEMSET, N_HOST, N_CALLBACK, N_BATCH, N_FREE, N_KERNEL, N_COMPUTE };
+enum { N_NOP, N_COPY, N_MEMSET, N_HOST, N_CALLBACK, N_BATCH, N_FREE, N_KERNEL, N_COMPUTE, N_COPY2D };
 struct bentry {
     char *dst;
     const char *src;
@@ -209,6 +211,10 @@ struct node {
     unsigned long long dst_id, src_id;
     unsigned val;
     int elsize;
+    /* 2D copy: n bytes per row, rows rows, row r from src + r * spitch to dst + r * dpitch;
+     * staged (a pageable source read at the call): the rows packed, n bytes apart; the ids
+     * are re-checked over each side's footprint, (rows - 1) * pitch + n bytes */
+    size_t rows, dpitch, spitch;
     /* host function / callback */
     CUhostFn fn;
     CUstreamCallback cb;
