@@ -35,6 +35,15 @@ struct cb_merged {
     } tail;
 };
 
+/* A 2D copy's rows (docs/design.md rule 19): `height` rows of the copy's size,
+ * each side's rows `pitch` apart, and the memory types the program gave each
+ * side (CUmemorytype), so that it can be issued again as it came.  height 0:
+ * a 1D copy. */
+struct cb_rows {
+    size_t height, dpitch, spitch;
+    unsigned char dtype, stype;
+};
+
 /* Queued copies, struct-of-arrays, so that a batch needs no copying. */
 struct cb_copies {
     CUdeviceptr *dsts, *srcs;
@@ -50,6 +59,11 @@ struct cb_copies {
     struct cb_marker *marks;
     size_t nmarks, capmarks;
     struct cb_merged merged; /* the same copies, adjacent ones merged (n 0: merging off) */
+    /* Each copy's rows, from the first 2D copy of the queue's storage on
+     * (NULL before: every copy 1D); n2d: the 2D copies queued, which only the
+     * copy kernel and the loop take. */
+    struct cb_rows *rows;
+    size_t n2d;
 };
 
 /* An event record the program made on the run's stream (marker.c queues it). */

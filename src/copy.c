@@ -39,14 +39,38 @@ static int entry_agrees(enum cb_direction entry, enum cb_kind d, enum cb_kind s)
     }
 }
 
+/* The bytes from the start of each side to the end of its last row. */
+static size_t dst_span(const struct cb_copy_req *rq)
+{
+    return rq->rows.height ? (rq->rows.height - 1) * rq->rows.dpitch + rq->bytes : rq->bytes;
+}
+static size_t src_span(const struct cb_copy_req *rq)
+{
+    return rq->rows.height ? (rq->rows.height - 1) * rq->rows.spitch + rq->bytes : rq->bytes;
+}
+
+/* A 2D copy's memory types say what each side's pointer is, as an entry
+ * point's direction does: a batch may stand in for it only when the memory is
+ * what the type says (UNIFIED: anything). */
+static int type_agrees(unsigned char type, enum cb_kind k)
+{
+    return type == CU_MEMORYTYPE_UNIFIED || (type == CU_MEMORYTYPE_HOST && k == CB_MEM_HOST) ||
+           (type == CU_MEMORYTYPE_DEVICE && dev_side(k));
+}
+static int rows_agree(const struct cb_copy_req *rq)
+{
+    return !rq->rows.height ||
+           (type_agrees(rq->rows.dtype, rq->dcls.kind) && type_agrees(rq->rows.stype, rq->scls.kind));
+}
+
 /* Rules 1 and 5 of the memory: 0 when both sides may be deferred, else the
  * counter of the reason. */
 static enum cb_stat_id memory_verdict(const struct cb_copy_req *rq, enum cb_direction entry)
 {
     if (rq->dcls.kind == CB_MEM_UNKNOWN || rq->scls.kind == CB_MEM_UNKNOWN)
         return CB_ST_pass_pageable; /* rule 1: the driver stages or synchronizes these */
-    if (!entry_agrees(entry, rq->dcls.kind, rq->scls.kind) ||
-        (rq->dcls.end && rq->bytes > rq->dcls.end - rq->dst) || (rq->scls.end && rq->bytes > rq->scls.end - rq->src) ||
+    if (!entry_agrees(entry, rq->dcls.kind, rq->scls.kind) || !rows_agree(rq) ||
+        (rq->dcls.end && dst_span(rq) > rq->dcls.end - rq->dst) || (rq->scls.end && src_span(rq) > rq->scls.end - rq->src) ||
         (rq->dcls.kind == CB_MEM_DEVICE && rq->scls.kind == CB_MEM_DEVICE && rq->dcls.device != rq->scls.device))
         return CB_ST_pass_foreign; /* let the driver say what it says about these */
     return 0;
@@ -71,7 +95,7 @@ static int policy_defers(enum cb_direction d, size_t bytes)
 static int kernel_may_in(const struct cb_copy_req *rq, CUcontext ctx)
 {
     return cb_kernel_usable && ctx && rq->dcls.kctx == ctx && rq->scls.kctx == ctx &&
-           (cb_opt(CB_OPT_engine) == CB_ENGINE_KERNEL || rq->bytes <= CB_KERNEL_AUTO_MAX);
+           (cb_opt(CB_OPT_engine) == CB_ENGINE_KERNEL || cb_req_total(rq) <= CB_KERNEL_AUTO_MAX);
 }
 /* ... on the run's stream. */
 static int kernel_may(const struct cb_copy_req *rq, const struct cb_run *run)
@@ -135,7 +159,7 @@ static enum cb_arm choose(const struct cb_copy_req *rq, struct cb_run *run)
 {
     struct cb_stream_facts *f = &run->facts;
     enum cb_direction d = direction(rq->dcls.kind, rq->scls.kind);
-    if (!measured(run, d)) {
+    if (!measured(run, d) || rq->rows.height) { /* 2D copies: the copy kernel's only (rule 19) */
         cb_segment_none(&run->seg);
         return CB_ARM_STATIC;
     }
@@ -207,6 +231,7 @@ static int legacy_run_raced_a_capture(struct cb_run *run)
     X(chosen, pass_chosen)       /* a new segment begins with it, and the measured choice passes it */       \
     X(busy, pass_busy)           /* rule 12: an upload while another stream may fill the GPU */               \
     X(no_kernel, pass_legacy)    /* rule 3: the legacy stream, and the copy kernel may not take it */         \
+    X(rows_no_kernel, pass_rows) /* rule 19: a 2D copy the copy kernel may not take */                        \
     X(unqueued, pass_nomem)      /* queueing it failed (out of memory): learned by act_defer */               \
     X(taken_back, pass_capture)  /* rule 13: a legacy copy raced a capture's begin, taken back: act_defer */
 enum copy_rule {
@@ -276,6 +301,7 @@ static void peek_run(const struct cb_copy_req *rq, struct cb_run *run, struct co
     LEARN(f, foreign, other_device(rq, run));
     LEARN(f, busy, run->q.arm == CB_ARM_STATIC && run->facts.sm_busy && upload(rq) && kernel_may(rq, run));
     LEARN(f, no_kernel, run->facts.legacy && !kernel_may(rq, run));
+    LEARN(f, rows_no_kernel, rq->rows.height && !kernel_may(rq, run));
 }
 
 /* ... as a counter; CB_STAT_COUNT: unknown. */
@@ -384,6 +410,7 @@ static void settle_run(struct cb_copy_req *rq, struct copy_facts *f, CUresult *r
     LEARN(f, busy, run->q.arm == CB_ARM_STATIC && busy_upload(rq, run));
     rq->kernel_ok = kernel_may(rq, run);
     LEARN(f, no_kernel, run->facts.legacy && !rq->kernel_ok);
+    LEARN(f, rows_no_kernel, rq->rows.height && !rq->kernel_ok);
 }
 
 /* Act on a verdict to defer: the copy joins the run.  Queueing may still fail,
@@ -497,18 +524,35 @@ static __attribute__((noinline)) CUresult issue_unbatched(unsigned entry, CUdevi
     return cb_first_error(fe, cb_issue_copy(cb_entry_hook(entry), dst, src, bytes, stream));
 }
 
+/* The copy as the program asked for it, through its own entry point. */
+static CUresult issue_req(const struct cb_copy_req *rq)
+{
+    if (CB_UNLIKELY(rq->is_2d))
+        return cb_issue_copy2d(rq->hook, rq->copy2d, rq->stream);
+    return cb_issue_copy(rq->hook, rq->dst, rq->src, rq->bytes, rq->stream);
+}
+
+/* ... after whatever its stream holds. */
+static __attribute__((noinline)) CUresult issue_after_run(const struct cb_copy_req *rq)
+{
+    CUresult fe = cb_flush_stream(rq->stream, rq->sk == CB_SK_PER_THREAD, CB_WHY_flush_passthrough);
+    return cb_first_error(fe, issue_req(rq));
+}
+
 /* A classified copy of memory that may be deferred (rules 1 and 5 of the
  * memory): counted by direction, then the policy, then defer(). */
 static inline __attribute__((always_inline)) CUresult copy_eligible(struct cb_tstats *t, struct cb_copy_req *rq)
 {
     enum cb_direction d = direction(rq->dcls.kind, rq->scls.kind);
     cb_bump(&t->v[cb_direction_stat(d)], 1);
-    if (!policy_defers(d, rq->bytes)) {
+    if (!policy_defers(d, cb_req_total(rq))) {
         /* Eligible memory, just not worth batching.  This copy is asynchronous
          * and holds the host to nothing, so issuing it ahead of the queued run
          * is unobservable unless their ranges overlap (rule 5): only then must
          * the run go first.  Interleaved copies of both kinds keep batching. */
-        cb_bump(&t->v[rq->bytes > cb_opt(CB_OPT_max_copy) ? CB_ST_pass_size : CB_ST_pass_policy], 1);
+        cb_bump(&t->v[cb_req_total(rq) > cb_opt(CB_OPT_max_copy) ? CB_ST_pass_size : CB_ST_pass_policy], 1);
+        if (CB_UNLIKELY(rq->is_2d)) /* its rows interleave with the run's: it simply follows it */
+            return issue_after_run(rq);
         if (rq->sk == CB_SK_LEGACY)
             (void)legacy_ctx(rq); /* its run (none without a context: the driver refuses the copy) */
         return cb_issue_ahead_of_run(rq);
@@ -519,7 +563,7 @@ static inline __attribute__((always_inline)) CUresult copy_eligible(struct cb_ts
         return rc;
     }
     /* defer() counted its reason and flushed the stream already */
-    return cb_first_error(rc, cb_issue_copy(rq->hook, rq->dst, rq->src, rq->bytes, rq->stream));
+    return cb_first_error(rc, issue_req(rq));
 }
 
 /* The full path: every rule, for any copy copy_first did not pass. */
@@ -539,6 +583,8 @@ static __attribute__((noinline)) CUresult copy_one(unsigned entry, CUdeviceptr d
     rq.stream = stream;
     rq.ctx = NULL;
     rq.kernel_ok = 0;
+    rq.rows.height = 0;
+    rq.is_2d = 0;
     rq.sk = cb_stream_kind(stream, ptsz);
     if (rq.sk == CB_SK_LEGACY && !legacy_deferrable()) {
         /* Rule 3: it waits for every blocking stream, so their runs go first. */
@@ -661,6 +707,87 @@ CUresult cb_copy(unsigned entry, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
     if (CB_LIKELY(!cb_runs_active() && bytes - 1 < cb_policy_first_max))
         return copy_first(entry, dst, src, bytes, stream);
     return copy_one(entry, dst, src, bytes, stream);
+}
+
+/* ---- 2D copies (rule 19) ------------------------------------------------------------- */
+
+/* A side of a 2D copy: its start (the row and column offsets added) and
+ * pitch, and its memory type; 0 when the type is one the copy kernel cannot
+ * take (an array, or a type the driver will refuse) or the start overflows. */
+static int side_of(CUmemorytype type, const void *host, CUdeviceptr dev, size_t x, size_t y, size_t pitch,
+                   CUdeviceptr *start, unsigned char *kept)
+{
+    CUdeviceptr base;
+    if (type == CU_MEMORYTYPE_HOST)
+        base = (CUdeviceptr)(uintptr_t)host;
+    else if (type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_UNIFIED)
+        base = dev;
+    else
+        return 0;
+    if (pitch && y > (SIZE_MAX - x) / pitch)
+        return 0;
+    size_t off = y * pitch + x;
+    if (base == 0 || base + off < base)
+        return 0;
+    *start = base + off;
+    *kept = (unsigned char)type;
+    return 1;
+}
+
+/* The copy a 2D description makes, in rq: 0 when it is not one between
+ * pointers whose rows stay apart (width <= each pitch, a pitch the driver
+ * takes: the driver answers the rest itself). */
+static int rows_of(const CUDA_MEMCPY2D *p, struct cb_copy_req *rq)
+{
+    if (!p || p->WidthInBytes > p->srcPitch || p->WidthInBytes > p->dstPitch || p->srcPitch > INT_MAX ||
+        p->dstPitch > INT_MAX || p->Height > INT_MAX)
+        return 0;
+    if (!side_of(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes, p->srcY, p->srcPitch, &rq->src,
+                 &rq->rows.stype) ||
+        !side_of(p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes, p->dstY, p->dstPitch, &rq->dst,
+                 &rq->rows.dtype))
+        return 0;
+    rq->bytes = p->WidthInBytes;
+    rq->rows.height = p->Height;
+    rq->rows.dpitch = p->dstPitch;
+    rq->rows.spitch = p->srcPitch;
+    return 1;
+}
+
+/* The full path of a 2D copy: what it is, its memory (rules 1 and 5), then
+ * as a 1D copy's (copy_eligible).  Every 2D copy takes this path: rule 8's
+ * shortcut (copy_first) is for 1D copies, and the verdict's rule `first`
+ * answers the same for these. */
+static __attribute__((noinline)) CUresult copy2d_one(unsigned entry, const CUDA_MEMCPY2D *p, CUstream stream)
+{
+    int hook = cb_entry_hook(entry), ptsz = cb_entry_ptsz(entry);
+    struct cb_tstats *t = count_copy(entry);
+    cb_bump(&t->v[CB_ST_copies_2d], 1);
+    struct cb_copy_req rq = {.hook = hook, .stream = stream, .is_2d = 1, .copy2d = p, .sk = cb_stream_kind(stream, ptsz)};
+    enum cb_stat_id why = 0;
+    if (!cb_batching || cb_flush_paused())
+        why = !cb_batching && cb_opt(CB_OPT_enable) ? CB_ST_pass_version : CB_ST_pass_disabled;
+    else if (!cb_opt(CB_OPT_defer_2d) || !rows_of(p, &rq))
+        why = CB_ST_pass_rows;
+    else if (rq.sk == CB_SK_LEGACY && !legacy_deferrable())
+        why = CB_ST_pass_legacy;
+    else if (rq.bytes == 0 || rq.rows.height == 0)
+        why = CB_ST_pass_zero;
+    else if (cb_classify_pair(rq.dst, rq.src, &rq.dcls, &rq.scls))
+        why = CB_ST_pass_query;
+    else
+        why = memory_verdict(&rq, CB_D_ANY);
+    if (!why)
+        return copy_eligible(t, &rq);
+    cb_bump(&t->v[CB_ST_copies_unknown], 1);
+    cb_bump(&t->v[why], 1);
+    return issue_after_run(&rq);
+}
+
+CUresult cb_copy2d(unsigned entry, const CUDA_MEMCPY2D *copy, CUstream stream)
+{
+    CUresult waited = CB_UNLIKELY(cb_waits_pending()) ? cb_waits_issue_of(stream) : CUDA_SUCCESS;
+    return cb_first_error(waited, copy2d_one(entry, copy, stream));
 }
 
 /* CB_COPY_ENTRY gives a hook id 16 bits. */

@@ -10,6 +10,9 @@
  * What an engine refuses is replayed copy by copy, so that the failing copy gets
  * the driver's own error and nothing is dropped (rule 9).
  *
+ * A run holding 2D copies (rule 19) goes to the copy kernel or the loop: the
+ * batch API takes 1D copies only.
+ *
  * The batch API and the loop take the run's merged view (rule 18: copies that
  * continue the one before them go out as one longer copy), the copy kernel the
  * copies as they were queued: a kernel entry costs the host nothing, and each
@@ -40,6 +43,8 @@ int cb_kernel_usable;
 /* The batch API's chunks (bench/RESULTS.md, run X). */
 #define CB_BATCH_CHUNK_H2D 32
 #define CB_BATCH_CHUNK 64
+/* A run merging into one copy: its chunks (rule 18). */
+#define CB_MERGED_CHUNK 64
 static const char *cb_kernel_reason = "";
 
 struct cb_engine {
@@ -86,7 +91,7 @@ static int kernel_takes(const struct cb_copies *c, const struct cb_stream_facts 
  * copy kernel must not take its run. */
 static int batch_takes(const struct cb_copies *c, const struct cb_stream_facts *f)
 {
-    return (!f->legacy || to_copy_engines(c, f)) && c->n >= cb_opt(CB_OPT_min_run);
+    return (!f->legacy || to_copy_engines(c, f)) && c->n >= cb_opt(CB_OPT_min_run) && c->n2d == 0;
 }
 /* A held segment goes out as back-to-back calls of one chunk each: the driver's
  * batch call costs least per copy right after another (docs/design.md, section 5). */
@@ -123,7 +128,8 @@ static CUresult batch_submit(const struct cb_copies *c, size_t off, size_t n, CU
 /* The loop engine takes every run: the last row. */
 static int loop_takes(const struct cb_copies *c, const struct cb_stream_facts *f) { return (void)c, (void)f, 1; }
 static size_t loop_max(const struct cb_copies *c) { return (void)c, SIZE_MAX; }
-static size_t kernel_max(const struct cb_copies *c) { return (void)c, cb_kernel_engine_max(); }
+/* A 2D copy takes two of a launch's descriptors (copy_kernel.h). */
+static size_t kernel_max(const struct cb_copies *c) { return cb_kernel_engine_max() / (c->n2d ? 2 : 1); }
 static CUresult loop_submit(const struct cb_copies *c, size_t off, size_t n, CUstream stream,
                             const struct cb_stream_facts *f)
 {
@@ -183,6 +189,14 @@ size_t cb_engine_chunk(int kernel_ok, unsigned kind, unsigned chunks)
     size_t max = cb_opt(CB_OPT_max_batch);
     if (kind & CB_CHUNK_HELD)
         return max;
+    if (kernel_ok && cb_kernel_usable && (kind & CB_CHUNK_ONE_COPY) && cb_opt(CB_OPT_pipeline) &&
+        cb_opt(CB_OPT_engine) == CB_ENGINE_AUTO) {
+        /* One contiguous copy so far: it goes to the copy engines as one copy
+         * a chunk, whose cost does not grow with the chunk, so the kernel's
+         * growing chunks would only make the last one long to wait for
+         * (design notes, rule 18: fixed chunks). */
+        return CB_MERGED_CHUNK < max ? CB_MERGED_CHUNK : max;
+    }
     if (kernel_ok && cb_kernel_usable) {
         /* The copy kernel: a first launch at 32 copies, then 4 times as many at
          * each (bench/RESULTS.md, run X: the best of the schedules tried, with

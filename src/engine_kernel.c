@@ -36,13 +36,15 @@ extern const unsigned char cb_kernel_image[];
  * parameter size on every launch, so a short run uses a short tier. */
 static const struct { const char *name; unsigned capacity; } cb_tiers[] = {CB_KTIERS(CB_KTIER_ROW)};
 #define CB_TIERS (sizeof cb_tiers / sizeof cb_tiers[0])
+/* ... and their twins that also take 2D copies (rule 19), for runs that hold some. */
+static const struct { const char *name; unsigned capacity; } cb_tiers_rows[CB_TIERS] = {CB_KTIERS(CB_KTIER_ROWS_ROW)};
 
 /* Per context: the module and its functions (NULL module: the load failed). */
 struct cb_kctx {
     UT_hash_handle hh;
     CUcontext ctx;
     CUmodule mod;
-    CUfunction fn[CB_TIERS];
+    CUfunction fn[CB_TIERS], fn_rows[CB_TIERS];
     int sms;
 };
 /* Shared by every run of a context, which may go out at once from several
@@ -132,8 +134,11 @@ static struct cb_kctx *load(const struct cb_stream_facts *f)
 #else
     CUresult rc = CUDA_ERROR_NOT_SUPPORTED;
 #endif
-    for (size_t i = 0; rc == CUDA_SUCCESS && i < CB_TIERS; i++)
+    for (size_t i = 0; rc == CUDA_SUCCESS && i < CB_TIERS; i++) {
         rc = cb_drv.cuModuleGetFunction(&k->fn[i], k->mod, cb_tiers[i].name);
+        if (rc == CUDA_SUCCESS)
+            rc = cb_drv.cuModuleGetFunction(&k->fn_rows[i], k->mod, cb_tiers_rows[i].name);
+    }
     if (rc == CUDA_SUCCESS)
         rc = cb_drv.cuDeviceGetAttribute(&k->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, f->device);
     cb_capture_unlock();
@@ -148,6 +153,28 @@ static struct cb_kctx *load(const struct cb_stream_facts *f)
     return k;
 }
 
+/* The descriptors of copies [off, off + n) of c: one a 1D copy, two a 2D copy
+ * (copy_kernel.h); returns how many, which the caller's n keeps within
+ * CB_KPARAMS_MAX (engine.c: half as many copies when the run holds 2D ones). */
+static size_t fill(struct cb_kparams *kp, const struct cb_copies *c, size_t off, size_t n)
+{
+    size_t slots = 0;
+    for (size_t i = off; i < off + n; i++) {
+        const struct cb_rows *r = c->rows ? &c->rows[i] : NULL;
+        if (r && r->height) {
+            CB_ASSERT(slots + 2 <= CB_KPARAMS_MAX && c->sizes[i] <= r->dpitch && c->sizes[i] <= r->spitch);
+            kp->c[slots++] = (struct cb_kcopy){c->dsts[i], c->srcs[i], c->sizes[i] | CB_KROWS};
+            kp->c[slots++] = (struct cb_kcopy){r->dpitch, r->spitch, r->height | CB_KROWS_TAIL};
+        } else {
+            CB_ASSERT(slots < CB_KPARAMS_MAX);
+            kp->c[slots++] = (struct cb_kcopy){c->dsts[i], c->srcs[i], c->sizes[i]};
+        }
+    }
+    kp->count = (uint32_t)slots;
+    kp->flags = 0;
+    return slots;
+}
+
 CUresult cb_kernel_engine_submit(const struct cb_copies *c, size_t off, size_t n, CUstream stream,
                                  const struct cb_stream_facts *f)
 {
@@ -157,16 +184,13 @@ CUresult cb_kernel_engine_submit(const struct cb_copies *c, size_t off, size_t n
         return CUDA_ERROR_OUT_OF_MEMORY; /* replayed copy by copy */
     if (kctx(f, &k))
         return CUDA_ERROR_NOT_SUPPORTED; /* replayed copy by copy */
-    size_t t = 0;
-    while (cb_tiers[t].capacity < n)
+    size_t slots = fill(kp, c, off, n), t = 0;
+    while (cb_tiers[t].capacity < slots)
         t++;
-    kp->count = (uint32_t)n;
-    kp->flags = 0;
-    for (size_t i = 0; i < n; i++)
-        kp->c[i] = (struct cb_kcopy){c->dsts[off + i], c->srcs[off + i], c->sizes[off + i]};
     void *params[] = {kp};
-    unsigned grid = n < (size_t)k.sms ? (unsigned)n : (unsigned)k.sms;
-    CUresult rc = cb_drv.cuLaunchKernel(k.fn[t], grid, 1, 1, CB_KBLOCK_DEFAULT, 1, 1, 0, stream, params, NULL);
+    unsigned grid = slots < (size_t)k.sms ? (unsigned)slots : (unsigned)k.sms;
+    CUfunction fn = c->n2d ? k.fn_rows[t] : k.fn[t];
+    CUresult rc = cb_drv.cuLaunchKernel(fn, grid, 1, 1, CB_KBLOCK_DEFAULT, 1, 1, 0, stream, params, NULL);
     if (rc == CUDA_SUCCESS) {
         CB_COUNT(kernel_launches);
         CB_COUNT_N(kernel_copies, n);

@@ -27,11 +27,45 @@ CUresult cb_issue_copy(int hook, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
     }
 }
 
+CUresult cb_issue_copy2d(int hook, const CUDA_MEMCPY2D *copy, CUstream stream)
+{
+    switch (hook) {
+#define CB_ON_COPY2D(name, ptsz, action, aarg, params, args) \
+    case CB_ID_##name:                                       \
+        return CB_REAL(name) ? CB_REAL(name)(copy, stream) : cb_absent(CB_ID_##name);
+#include "hooks_each.h"
+    default:
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+}
+
+/* A queued 2D copy as the program described it: its start in each side's
+ * pointer of the memory type it gave (the row and column offsets are in the
+ * start already). */
+static CUresult issue_rows(const struct cb_copies *c, size_t i, CUstream stream)
+{
+    const struct cb_rows *r = &c->rows[i];
+    CUDA_MEMCPY2D p = {.srcMemoryType = (CUmemorytype)r->stype, .srcPitch = r->spitch,
+                       .dstMemoryType = (CUmemorytype)r->dtype, .dstPitch = r->dpitch,
+                       .WidthInBytes = c->sizes[i], .Height = r->height};
+    if (p.srcMemoryType == CU_MEMORYTYPE_HOST)
+        p.srcHost = (const void *)(uintptr_t)c->srcs[i];
+    else
+        p.srcDevice = c->srcs[i];
+    if (p.dstMemoryType == CU_MEMORYTYPE_HOST)
+        p.dstHost = (void *)(uintptr_t)c->dsts[i];
+    else
+        p.dstDevice = c->dsts[i];
+    return cb_issue_copy2d(c->hooks[i], &p, stream);
+}
+
 CUresult cb_loop_engine_submit(const struct cb_copies *c, size_t off, size_t n, CUstream stream)
 {
     CUresult first = CUDA_SUCCESS;
     for (size_t i = off; i < off + n; i++) {
-        CUresult rc = cb_issue_copy(c->hooks[i], c->dsts[i], c->srcs[i], c->sizes[i], stream ? stream : c->streams[i]);
+        CUstream s = stream ? stream : c->streams[i];
+        CUresult rc = c->rows && c->rows[i].height ? issue_rows(c, i, s)
+                                                   : cb_issue_copy(c->hooks[i], c->dsts[i], c->srcs[i], c->sizes[i], s);
         first = cb_first_error(first, rc);
     }
     return first;
@@ -42,6 +76,7 @@ CUresult cb_loop_engine_submit(const struct cb_copies *c, size_t off, size_t n, 
     _Static_assert(CB_ID_##name < 256, #name ": its hook id must fit a marker's byte");
 #define CB_ON_COPY(name, ptsz, action, aarg, params, args) \
     _Static_assert(CB_ID_##name < 256, #name ": its hook id must fit a copy's byte");
+#define CB_ON_COPY2D CB_ON_COPY
 #include "hooks_each.h"
 
 /* A marker is recorded through the entry point the program called, with the

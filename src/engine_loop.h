@@ -7,6 +7,8 @@
 /* ---- engine_loop.c: each copy through its own entry point ---------------------- */
 /* Issue one copy through the real variant of entry point `hook`, unchanged. */
 CUresult cb_issue_copy(int hook, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream);
+/* Issue one 2D copy through the real variant of 2D entry point `hook`. */
+CUresult cb_issue_copy2d(int hook, const CUDA_MEMCPY2D *copy, CUstream stream);
 /* Copies [off, off + n), each on `stream` (NULL: the program's own stream
  * argument); returns the first error. */
 CUresult cb_loop_engine_submit(const struct cb_copies *c, size_t off, size_t n, CUstream stream);

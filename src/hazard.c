@@ -78,6 +78,107 @@ int cb_hazard_slow(const struct cb_iset *writes, const struct cb_iset *reads, ui
            || iset_overlaps(reads, d, d + n);  /* writes what a queued copy reads */
 }
 
+/* ---- 2D copies ------------------------------------------------------------------------ */
+
+/* floor(x / p) for p > 0. */
+static int64_t floor_div(int64_t x, int64_t p) { return x >= 0 ? x / p : -((-x + p - 1) / p); }
+
+/* The range [x, x + len) against rows of w bytes, p apart, from base (h rows,
+ * w <= p when h > 1): the row that could meet it first is the one x falls in
+ * or the next. */
+static int range_meets_rows(uintptr_t x, size_t len, uintptr_t base, size_t w, size_t h, size_t p)
+{
+    if (x + len <= base)
+        return 0;
+    size_t r = x > base && h > 1 ? (x - base) / p : 0;
+    if (r >= h)
+        r = h - 1;
+    uintptr_t lo = base + r * p;
+    if (lo < x + len && x < lo + w)
+        return 1;
+    return x >= lo + w && r + 1 < h && base + (r + 1) * p < x + len;
+}
+
+int cb_rows_overlap(uintptr_t a, size_t wa, size_t ha, size_t pa, uintptr_t b, size_t wb, size_t hb, size_t pb)
+{
+    if (wa == 0 || wb == 0 || ha == 0 || hb == 0)
+        return 0;
+    uintptr_t a_end = a + (ha - 1) * pa + wa, b_end = b + (hb - 1) * pb + wb;
+    if (a_end <= b || b_end <= a)
+        return 0;
+    if (ha == 1)
+        return range_meets_rows(a, wa, b, wb, hb, pb);
+    if (hb == 1)
+        return range_meets_rows(b, wb, a, wa, ha, pa);
+    if (pa == pb) {
+        /* b's row j meets a's row i iff, with k = j - i, -wb < d + k p < wa:
+         * the smallest k of [-(ha - 1), hb - 1] above the left bound decides */
+        int64_t d = (int64_t)(b - a), p = (int64_t)pa;
+        int64_t k = floor_div(-(int64_t)wb - d, p) + 1;
+        if (k < -(int64_t)(ha - 1))
+            k = -(int64_t)(ha - 1);
+        return k <= (int64_t)(hb - 1) && d + k * p < (int64_t)wa;
+    }
+    /* pitches differ: each row of the shorter one against the other */
+    if (ha > hb)
+        return cb_rows_overlap(b, wb, hb, pb, a, wa, ha, pa);
+    for (size_t r = 0; r < ha; r++)
+        if (range_meets_rows(a + r * pa, wa, b, wb, hb, pb))
+            return 1;
+    return 0;
+}
+
+int cb_shapes_add(struct cb_shapes *s, const struct cb_shape *c)
+{
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 16;
+        struct cb_shape *v = realloc(s->v, cap * sizeof *v);
+        if (!v)
+            return -1;
+        s->v = v;
+        s->cap = cap;
+    }
+    s->v[s->n++] = *c;
+    return 0;
+}
+
+void cb_shapes_free(struct cb_shapes *s)
+{
+    free(s->v);
+    *s = (struct cb_shapes){0};
+}
+
+/* Does c's footprint meet the 1D copies' interval sets?  Its bounding ranges
+ * first; only where those meet, row by row. */
+static int shape_meets_sets(const struct cb_iset *writes, const struct cb_iset *reads, const struct cb_shape *c)
+{
+    if (c->height <= 1)
+        return cb_hazard(writes, reads, c->dst, c->src, c->width);
+    size_t dspan = (c->height - 1) * c->dpitch + c->width, sspan = (c->height - 1) * c->spitch + c->width;
+    if (cb_iset_outside(writes, c->src, c->src + sspan) && cb_iset_outside(writes, c->dst, c->dst + dspan) &&
+        cb_iset_outside(reads, c->dst, c->dst + dspan))
+        return 0;
+    for (size_t r = 0; r < c->height; r++)
+        if (cb_hazard(writes, reads, c->dst + r * c->dpitch, c->src + r * c->spitch, c->width))
+            return 1;
+    return 0;
+}
+
+int cb_hazard_shaped(const struct cb_iset *writes, const struct cb_iset *reads, const struct cb_shapes *shapes,
+                     const struct cb_shape *c)
+{
+    if (shape_meets_sets(writes, reads, c))
+        return 1;
+    for (size_t i = 0; i < shapes->n; i++) {
+        const struct cb_shape *q = &shapes->v[i];
+        if (cb_rows_overlap(c->src, c->width, c->height, c->spitch, q->dst, q->width, q->height, q->dpitch) ||
+            cb_rows_overlap(c->dst, c->width, c->height, c->dpitch, q->dst, q->width, q->height, q->dpitch) ||
+            cb_rows_overlap(c->dst, c->width, c->height, c->dpitch, q->src, q->width, q->height, q->spitch))
+            return 1;
+    }
+    return 0;
+}
+
 int cb_hazard_probe(const uintptr_t (*copies)[3], size_t n)
 {
     struct cb_iset w = {0}, r = {0};

@@ -35,6 +35,30 @@ static inline int cb_hazard(const struct cb_iset *writes, const struct cb_iset *
         return 0;
     return cb_hazard_slow(writes, reads, d, s, n);
 }
+/* A copy's footprint on both sides: `height` rows of `width` bytes, row r at
+ * dst + r * dpitch and src + r * spitch (a 1D copy: height 1).  copy.c defers
+ * a 2D copy only when width <= each pitch, so a side's rows never overlap. */
+struct cb_shape {
+    uintptr_t dst, src;
+    size_t width, height, dpitch, spitch;
+};
+/* The 2D copies of a run, kept whole rather than as intervals: the rows of
+ * tiles of one pitched buffer interleave, so their bounding ranges overlap
+ * where their rows do not. */
+struct cb_shapes {
+    struct cb_shape *v;
+    size_t n, cap;
+};
+int cb_shapes_add(struct cb_shapes *s, const struct cb_shape *c); /* -1 out of memory */
+void cb_shapes_free(struct cb_shapes *s);
+/* Rule 5 for a copy c that is 2D or joins a run holding 2D copies (`shapes`;
+ * `writes` and `reads` hold the run's 1D copies only).  Exact, as cb_hazard. */
+int cb_hazard_shaped(const struct cb_iset *writes, const struct cb_iset *reads, const struct cb_shapes *shapes,
+                     const struct cb_shape *c);
+/* For the unit tests: do two footprints overlap?  One side of a shape each:
+ * rows of w bytes, p apart, from base. */
+int cb_rows_overlap(uintptr_t a, size_t wa, size_t ha, size_t pa, uintptr_t b, size_t wb, size_t hb, size_t pb);
+
 /* For the unit tests: index of the first copy {dst, src, n} of a list that may not
  * join the run formed by those before it, -1 if none (-2 out of memory). */
 int cb_hazard_probe(const uintptr_t (*copies)[3], size_t n);

@@ -36,6 +36,17 @@
         return r_;                                   \
     }
 
+#define CB_COPY2D_ARGS(name, ptsz, copy, stream) CB_COPY_ENTRY(CB_ID_##name, ptsz, CB_D_ANY), copy, stream
+#define CB_WRAP_COPY2D(name, ptsz, aarg, params, args)                           \
+    CB_EXPORT CUresult CUDAAPI name params                                       \
+    {                                                                            \
+        cb_init();                                                               \
+        CB_IN(name);                                                             \
+        CUresult r_ = cb_copy2d(CB_CALL(CB_COPY2D_ARGS, name, ptsz, CB_EXPAND aarg)); \
+        CB_OUT();                                                                \
+        return r_;                                                               \
+    }
+
 /* Every non-copy wrapper: `before` (a flush, whose error is kept) runs first, the
  * real function next, `after` (forgetting state the call invalidated, knowing its
  * result rc) last.  `st` carries what `before` learned to `after`. */

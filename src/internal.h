@@ -190,6 +190,9 @@ static inline int cb_entry_hook(unsigned entry) { return (int)(entry & 0xffff); 
 static inline int cb_entry_ptsz(unsigned entry) { return (int)(entry >> 16 & 1); }
 static inline enum cb_direction cb_entry_dir(unsigned entry) { return (enum cb_direction)(entry >> 17); }
 CUresult cb_copy(unsigned entry, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream);
+/* A 2D copy (rule 19): deferred as a 1D copy is when it is one between
+ * pointers the copy kernel may take, else passed through after its stream's run. */
+CUresult cb_copy2d(unsigned entry, const CUDA_MEMCPY2D *copy, CUstream stream);
 
 /* ---- context.c: contexts that go away ------------------------------------------- */
 /* What a context-destroying call's wrapper learned before forwarding the call. */

@@ -89,6 +89,8 @@ void cb_run_clear(struct cb_run *run, struct cb_standin *standin)
     run->q.nmarks = 0;
     run->writes.n = 0;
     run->reads.n = 0;
+    run->shapes.n = 0;
+    run->q.n2d = 0;
     run->feed.kind = 0;
     run->feed.chunk_shape = 0;
     run->feed.chunk_due = 0;
@@ -211,6 +213,8 @@ static int run_grow(struct cb_run *run)
     GROW(merged.hooks);
     GROW(merged.streams);
     GROW(merged.first);
+    if (run->q.rows)
+        GROW(rows);
 #undef GROW
     run->q.cap = cap;
     return 0;
@@ -230,8 +234,10 @@ static int continues(const struct cb_merged *m, size_t nmarks, const struct cb_c
 static void merge_copy(struct cb_copies *q, size_t i, const struct cb_copy_req *rq)
 {
     struct cb_merged *m = &q->merged;
-    if (!cb_opt(CB_OPT_merge_adjacent))
+    if (!cb_opt(CB_OPT_merge_adjacent) || q->n2d) {
+        m->n = 0; /* a run holding 2D copies merges nothing: its queue goes out as it is */
         return;
+    }
     CB_ASSERT(m->n <= i && (m->n > 0) == (i > 0)); /* a run merges from its first copy or not at all */
     if (continues(m, q->nmarks, rq)) {
         m->sizes[m->n - 1] += rq->bytes;
@@ -251,14 +257,37 @@ static void merge_copy(struct cb_copies *q, size_t i, const struct cb_copy_req *
     m->tail.marks = q->nmarks;
 }
 
+/* Room for the copies' rows once the first 2D copy joins (the copies before
+ * it, zeroed, are 1D). */
+static int rows_room(struct cb_copies *q)
+{
+    if (!q->rows && !(q->rows = calloc(q->cap, sizeof *q->rows)))
+        return -1;
+    return 0;
+}
+
+/* Where the copy's footprint is kept for the hazard checks: a 2D copy whole,
+ * a 1D copy in the interval sets. */
+static int note_footprint(struct cb_run *run, const struct cb_copy_req *rq)
+{
+    if (rq->rows.height) {
+        struct cb_shape c = cb_req_shape(rq);
+        return rows_room(&run->q) || cb_shapes_add(&run->shapes, &c);
+    }
+    return cb_iset_add(&run->writes, rq->dst, rq->dst + rq->bytes) ||
+           cb_iset_add(&run->reads, rq->src, rq->src + rq->bytes);
+}
+
 int cb_run_append(struct cb_run *run, const struct cb_copy_req *rq)
 {
     if (run->q.n == run->q.cap && run_grow(run))
         return -1;
-    if (cb_iset_add(&run->writes, rq->dst, rq->dst + rq->bytes) ||
-        cb_iset_add(&run->reads, rq->src, rq->src + rq->bytes))
+    if (note_footprint(run, rq))
         return -1;
     size_t i = run->q.n++;
+    if (run->q.rows)
+        run->q.rows[i] = rq->rows;
+    run->q.n2d += rq->rows.height != 0;
     run->q.dsts[i] = rq->dst;
     run->q.srcs[i] = rq->src;
     run->q.sizes[i] = rq->bytes;

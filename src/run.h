@@ -84,7 +84,8 @@ struct cb_run {
     struct cb_run_key key;
     struct cb_stream_facts facts; /* learned when the run opened (cb_run_open) */
     struct cb_copies q;           /* the queued copies */
-    struct cb_iset writes, reads; /* what they write and read (hazard.c) */
+    struct cb_iset writes, reads; /* what its 1D copies write and read (hazard.c) */
+    struct cb_shapes shapes;      /* its 2D copies (hazard.c) */
     /* the store's counts (run.c, cb_run_set_active) */
     int active;                   /* counted in cb_runs_active() */
     int queued;                   /* counted in cb_runs_nonempty() */
@@ -107,7 +108,22 @@ struct cb_copy_req {
     struct cb_class dcls, scls;
     CUcontext ctx;  /* the current context (known for a legacy-stream copy) */
     int kernel_ok;  /* the copy kernel may execute it on its stream (copy.c) */
+    struct cb_rows rows; /* a 2D copy's rows (height 0: a 1D copy) */
+    int is_2d;                   /* it came through a 2D entry point (copy2d may be NULL) */
+    const CUDA_MEMCPY2D *copy2d; /* ... and the program's description of it, to issue it as it came */
 };
+
+/* The bytes a copy moves (a 2D copy: every row). */
+static inline size_t cb_req_total(const struct cb_copy_req *rq)
+{
+    return rq->rows.height ? rq->rows.height * rq->bytes : rq->bytes;
+}
+/* Its footprint, for the hazard checks. */
+static inline struct cb_shape cb_req_shape(const struct cb_copy_req *rq)
+{
+    return (struct cb_shape){rq->dst, rq->src, rq->bytes, rq->rows.height ? rq->rows.height : 1, rq->rows.dpitch,
+                             rq->rows.spitch};
+}
 
 /* ---- run.c: a run's lock and its own state ----------------------------------------- */
 /* Locks (store.c's header says why this is deadlock-free): the store's lock, one
@@ -164,7 +180,10 @@ void cb_run_opened(struct cb_run *run);
 int cb_run_append(struct cb_run *run, const struct cb_copy_req *rq);
 static inline int cb_run_hazard(const struct cb_run *run, const struct cb_copy_req *rq)
 {
-    return cb_hazard(&run->writes, &run->reads, rq->dst, rq->src, rq->bytes);
+    if (CB_LIKELY(!rq->rows.height && !run->shapes.n))
+        return cb_hazard(&run->writes, &run->reads, rq->dst, rq->src, rq->bytes);
+    struct cb_shape c = cb_req_shape(rq);
+    return cb_hazard_shaped(&run->writes, &run->reads, &run->shapes, &c);
 }
 /* Queue an event record after the copies queued so far (rule 11; marker.c):
  * room for one more first (-1: out of memory), then the record, which the
@@ -201,13 +220,15 @@ int cb_run_slow_peek(const struct cb_run *run);
 static inline int cb_run_feed_copy(struct cb_run *run)
 {
     /* what decides the length changes only when the run opens, a copy outside
-     * the kernel's reach or the first host-to-device copy joins */
+     * the kernel's reach, the first host-to-device copy or the first copy
+     * that does not continue the one before joins */
     struct cb_feed *fd = &run->feed;
     int kernel_chunks = run->q.kernel_ok && !(run->facts.sm_busy && run->q.has_host);
-    unsigned shape = 1u | (unsigned)kernel_chunks << 1 | fd->kind << 2;
+    unsigned kind = fd->kind | (run->q.merged.n == 1 ? CB_CHUNK_ONE_COPY : 0u);
+    unsigned shape = 1u | (unsigned)kernel_chunks << 1 | kind << 2;
     if (CB_UNLIKELY(shape != fd->chunk_shape)) {
         fd->chunk_shape = shape;
-        fd->chunk_at = cb_engine_chunk(kernel_chunks, fd->kind, fd->chunks);
+        fd->chunk_at = cb_engine_chunk(kernel_chunks, kind, fd->chunks);
     }
     if (run->q.n >= fd->chunk_at)
         fd->chunk_due = 1;

@@ -110,6 +110,7 @@ static struct cb_run *store_create(const struct cb_run_key *key)
         /* everything but its lock and the storage of its arrays */
         struct cb_copies q = run->q;
         struct cb_iset w = run->writes, r = run->reads;
+        struct cb_shapes sh = run->shapes;
         cb_run_lock(run); /* a stale pointer's holder may be looking at it */
         /* removed empty, out of every count (cb_run_remove) */
         CB_ASSERT(!run->live && run->q.n == 0 && !run->q.nmarks && !run->active && !run->queued && !run->marked);
@@ -119,9 +120,11 @@ static struct cb_run *store_create(const struct cb_run_key *key)
         run->q = (struct cb_copies){.dsts = q.dsts, .srcs = q.srcs, .sizes = q.sizes, .hooks = q.hooks,
                                     .streams = q.streams, .cap = q.cap, .marks = q.marks, .capmarks = q.capmarks,
                                     .merged = {.dsts = m.dsts, .srcs = m.srcs, .sizes = m.sizes, .hooks = m.hooks,
-                                               .streams = m.streams, .first = m.first}};
+                                               .streams = m.streams, .first = m.first},
+                                    .rows = q.rows};
         run->writes = (struct cb_iset){w.v, 0, w.cap};
         run->reads = (struct cb_iset){r.v, 0, r.cap};
+        run->shapes = (struct cb_shapes){sh.v, 0, sh.cap};
     } else {
         if (!(run = calloc(1, sizeof *run)))
             return NULL;
@@ -229,8 +232,8 @@ void cb_runs_atfork_child(void)
         cb_free_runs = run;
     }
     for (run = cb_free_runs; run; run = run->next_free) {
-        run->q.n = run->q.merged.n = 0;
-        run->writes.n = run->reads.n = 0;
+        run->q.n = run->q.merged.n = run->q.n2d = 0;
+        run->writes.n = run->reads.n = run->shapes.n = 0;
         atomic_store(&run->mu, 0);
         CB_IF_DEBUG(run->locker = 0;)
     }

@@ -78,6 +78,9 @@ struct op {
     int e;
     unsigned val;      /* memset value, pattern, hfunc constant, stream flags, capture mode, kernel polls */
     unsigned grid, block; /* kernel: blocks, threads per block */
+    unsigned rows;     /* copy: 0 a 1D copy; else a 2D copy of `rows` rows `pitch` apart on both sides,
+                        * whose last row ends at n (the model sees each side's whole span) */
+    size_t pitch;
     int kind;          /* alloc kind */
     int err;           /* deliberate error: 1 overrun, 2 stale stream handle */
     int w;             /* worker (threads sub-op) */
@@ -464,6 +467,9 @@ static int stream_op(struct model *m, struct op *o, const struct view *vw, int c
             return fail(m, "copy kinds");
         if (ranges_overlap(o))
             return fail(m, "copy overlaps itself");
+        if (o->rows && (o->rows < 2 || o->pitch == 0 || o->err || o->n <= (o->rows - 1) * o->pitch ||
+                        o->n - (o->rows - 1) * o->pitch > o->pitch))
+            return fail(m, "2D shape");
         if (o->err == 1) {
             /* overrun a device-side range: the driver refuses it, nothing happens */
             int side = o->api == A_D2H ? o->b : o->a;
@@ -870,6 +876,8 @@ static void print_op(FILE *f, const struct op *o, const char *indent)
     case O_SYNCCOPY:
         fprintf(f, " api=%s ptsz=%d hf=%d s=%d a=%d ao=%zu b=%d bo=%zu n=%zu err=%d", aname[o->api], o->ptsz, o->hf,
                 o->s, o->a, o->ao, o->b, o->bo, o->n, o->err);
+        if (o->rows)
+            fprintf(f, " rows=%u pitch=%zu", o->rows, o->pitch);
         break;
     case O_MEMSET:
         fprintf(f, " ptsz=%d hf=%d s=%d a=%d ao=%zu n=%zu val=%u", o->ptsz, o->hf, o->s, o->a, o->ao, o->n, o->val);
@@ -956,6 +964,8 @@ static int parse_line(char *line, struct op *o)
         else if (!strcmp(k, "nsub")) o->nsub = (int)x;
         else if (!strcmp(k, "grid")) o->grid = (unsigned)x;
         else if (!strcmp(k, "block")) o->block = (unsigned)x;
+        else if (!strcmp(k, "rows")) o->rows = (unsigned)x;
+        else if (!strcmp(k, "pitch")) o->pitch = (size_t)x;
         else return -1;
     }
     if (o->api < 0 || o->kind < 0 || o->nsub < 0 || o->nsub > MAXSUB)
@@ -1115,6 +1125,21 @@ static int continue_ranges(struct op *o, const struct op *p, const struct model 
     return !ranges_overlap(o);
 }
 
+/* Make copy o a 2D one (rule 19) within its ranges: 2 to 5 rows, the same
+ * pitch on both sides, the last row ending at or before n (which shrinks to
+ * it), so that the model's ranges cover every row; between the rows nothing
+ * is written. */
+static void as_rows(struct op *o)
+{
+    unsigned r = 2 + (unsigned)rn(4);
+    while (r > 2 && o->n < 2 * r)
+        r--;
+    size_t p = o->n / r, w = 1 + rn(p);
+    o->rows = r;
+    o->pitch = p;
+    o->n = (r - 1) * p + w;
+}
+
 /* The previous copy p of o's stream (g_prev_copy holds one per stream) may be
  * continued by o: the same entry point, stream argument and slots, still live
  * and allowed. */
@@ -1184,6 +1209,8 @@ static int gen_stream_op(struct op *o, const struct model *m, const struct view 
                     o->b = o->a, o->bo = 0;
             }
         }
+        if (!o->err && !cont && o->n >= 4 && pct(15))
+            as_rows(o);
         if (!o->err && s >= 2 && !nopage && m->s_stale[s] && pct(2)) {
             /* a copy on a handle that was destroyed earlier */
             o->err = 2;
@@ -2069,11 +2096,36 @@ static void CUDA_CB kernel(void *p)
 
 static CUdeviceptr P(int slot, size_t off) { return (CUdeviceptr)(uintptr_t)(g_ptr[slot] + off); }
 
+/* A 2D copy: the memory types its entry point's direction names (UNIFIED for
+ * cuMemcpyAsync's), both sides `pitch` apart. */
+static CUresult do_copy2d(const struct op *o, CUstream h)
+{
+    CUDA_MEMCPY2D c;
+    memset(&c, 0, sizeof c);
+    int shost = o->api == A_H2D, dhost = o->api == A_D2H, any = o->api == A_ANY;
+    c.srcMemoryType = any ? CU_MEMORYTYPE_UNIFIED : shost ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+    c.dstMemoryType = any ? CU_MEMORYTYPE_UNIFIED : dhost ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+    if (shost)
+        c.srcHost = g_ptr[o->b] + o->bo;
+    else
+        c.srcDevice = P(o->b, o->bo);
+    if (dhost)
+        c.dstHost = g_ptr[o->a] + o->ao;
+    else
+        c.dstDevice = P(o->a, o->ao);
+    c.srcPitch = c.dstPitch = o->pitch;
+    c.Height = o->rows;
+    c.WidthInBytes = o->n - (o->rows - 1) * o->pitch;
+    return o->ptsz ? cuMemcpy2DAsync_v2_ptsz(&c, h) : cuMemcpy2DAsync_v2(&c, h);
+}
+
 static CUresult do_copy(const struct op *o, CUstream h)
 {
     CUdeviceptr d = P(o->a, o->ao), s = P(o->b, o->bo);
     void *dh = g_ptr[o->a] + o->ao;
     const void *sh = g_ptr[o->b] + o->bo;
+    if (o->rows)
+        return do_copy2d(o, h);
     switch (o->api * 2 + o->ptsz) {
     case A_ANY * 2: return cuMemcpyAsync(d, s, o->n, h);
     case A_ANY * 2 + 1: return cuMemcpyAsync_ptsz(d, s, o->n, h);

@@ -3737,7 +3737,7 @@ enum merge_shape { MS_CONTIGUOUS, MS_SCATTERED, MS_KV4, MS_BIG, MS_MARKER, MS_TW
 static void merge_copies(enum merge_shape shape)
 {
     int small = shape == MS_CONTIGUOUS || shape == MS_SCATTERED || shape == MS_KV4;
-    size_t bs = small ? 4096 : (size_t)512 << 10, nb = small ? 64 : 9;
+    size_t bs = small ? 4096 : (size_t)512 << 10, nb = shape == MS_CONTIGUOUS ? 129 : small ? 64 : 9;
     size_t total = nb * bs + (shape == MS_OWN_ERROR ? bs / 2 : 0);
     unsigned char *in, *out = malloc(total), *want = malloc(total);
     if (shape == MS_TWO_REGS) {
@@ -3814,6 +3814,198 @@ static void sc_merge_two_regs(void) { merge_copies(MS_TWO_REGS); }
 static void sc_merge_two_hooks(void) { merge_copies(MS_TWO_HOOKS); }
 static void sc_merge_own_error(void) { merge_copies(MS_OWN_ERROR); }
 
+/* ---- 2D copies (rule 19) -------------------------------------------------------------------- */
+
+/* A region of 4 x 8 tiles of 8 rows of 192 bytes in pitched buffers: the
+ * device's pitch 1600, the host's 2048 (each side's rows apart from the
+ * tiles' columns).  Tiles go in a scattered order; each side's start is given
+ * through X/Y offsets, as tiling code does. */
+enum { T_COLS = 8, T_ROWS = 4, T_H = 8, T_W = 192, T_DP = 1600, T_HP = 2048, T_N = T_COLS * T_ROWS };
+enum tile_case { TC_H2D, TC_D2H, TC_D2D, TC_UNIFIED, TC_HAZARD, TC_MIXED, TC_PAGEABLE, TC_ERRORS, TC_LEGACY,
+                 TC_PTDS, TC_CAPTURE, TC_ONE_ROW };
+
+/* A description of tile t: from (base src, its type, pitch) to (dst ...). */
+static CUDA_MEMCPY2D tile_desc(unsigned t, CUmemorytype st, uintptr_t src, size_t sp, CUmemorytype dt, uintptr_t dst,
+                               size_t dpitch)
+{
+    CUDA_MEMCPY2D c;
+    memset(&c, 0, sizeof c);
+    size_t x = (t % T_COLS) * T_W, y = (t / T_COLS) * T_H;
+    c.srcMemoryType = st;
+    if (st == CU_MEMORYTYPE_HOST)
+        c.srcHost = (const void *)src;
+    else
+        c.srcDevice = (CUdeviceptr)src;
+    c.srcXInBytes = x;
+    c.srcY = y;
+    c.srcPitch = sp;
+    c.dstMemoryType = dt;
+    if (dt == CU_MEMORYTYPE_HOST)
+        c.dstHost = (void *)dst;
+    else
+        c.dstDevice = (CUdeviceptr)dst;
+    c.dstXInBytes = x;
+    c.dstY = y;
+    c.dstPitch = dpitch;
+    c.WidthInBytes = T_W;
+    c.Height = T_H;
+    return c;
+}
+
+/* What tile t of a copy from `src` (pitch sp) to `dst` (pitch dp) does, on the host. */
+static void tile_on_host(unsigned t, const unsigned char *src, size_t sp, unsigned char *dst, size_t dp, size_t h,
+                         size_t w)
+{
+    size_t x = (t % T_COLS) * T_W, y = (t / T_COLS) * T_H;
+    for (size_t r = 0; r < h; r++)
+        memmove(dst + (y + r) * dp + x, src + (y + r) * sp + x, w);
+}
+
+static CUresult copy2d(const CUDA_MEMCPY2D *c, CUstream s, int ptsz)
+{
+    return ptsz ? cuMemcpy2DAsync_v2_ptsz(c, s) : cuMemcpy2DAsync_v2(c, s);
+}
+
+static void tiles(enum tile_case tc)
+{
+    const size_t hbytes = (size_t)T_ROWS * T_H * T_HP, dbytes = (size_t)T_ROWS * T_H * T_DP;
+    unsigned char *h = tc == TC_PAGEABLE ? malloc(hbytes) : pinned(hbytes);
+    unsigned char *want_h = malloc(hbytes), *want_d = malloc(dbytes), *want_e = malloc(dbytes);
+    unsigned char *init_d = malloc(dbytes), *init_e = malloc(dbytes), *got = pinned(dbytes);
+    fill(h, hbytes, 91);
+    fill(init_d, dbytes, 92);
+    fill(init_e, dbytes, 93);
+    CUdeviceptr d = devfilled(init_d, dbytes), e = devfilled(init_e, dbytes);
+    memcpy(want_h, h, hbytes);
+    memcpy(want_d, init_d, dbytes);
+    memcpy(want_e, init_e, dbytes);
+    CUstream s = tc == TC_LEGACY || tc == TC_PTDS ? NULL : mkstream(CU_STREAM_NON_BLOCKING);
+    int ptsz = tc == TC_PTDS;
+    CUgraph g = NULL;
+    if (tc == TC_CAPTURE)
+        CK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    unsigned long before = sim_count("cuMemcpy2DAsync_v2") + sim_count("cuMemcpy2DAsync_v2_ptsz");
+    CUresult first = CUDA_SUCCESS;
+    for (unsigned k = 0; k < T_N; k++) {
+        unsigned t = k * 13 % T_N; /* scattered: neighbours' rows interleave in the run */
+        CUDA_MEMCPY2D c;
+        CUresult rc;
+        switch (tc) {
+        case TC_D2H:
+            c = tile_desc(t, CU_MEMORYTYPE_DEVICE, d, T_DP, CU_MEMORYTYPE_HOST, (uintptr_t)h, T_HP);
+            tile_on_host(t, want_d, T_DP, want_h, T_HP, T_H, T_W);
+            break;
+        case TC_D2D:
+        case TC_HAZARD:
+            c = tile_desc(t, CU_MEMORYTYPE_DEVICE, d, T_DP, CU_MEMORYTYPE_DEVICE, e, T_DP);
+            tile_on_host(t, want_d, T_DP, want_e, T_DP, T_H, T_W);
+            break;
+        case TC_UNIFIED:
+            c = tile_desc(t, CU_MEMORYTYPE_UNIFIED, (uintptr_t)h, T_HP, CU_MEMORYTYPE_UNIFIED, d, T_DP);
+            tile_on_host(t, want_h, T_HP, want_d, T_DP, T_H, T_W);
+            break;
+        default:
+            c = tile_desc(t, CU_MEMORYTYPE_HOST, (uintptr_t)h, T_HP, CU_MEMORYTYPE_DEVICE, d, T_DP);
+            if (tc == TC_ONE_ROW) /* one row each; every fourth none at all */
+                c.Height = k % 4 ? 1 : 0;
+            tile_on_host(t, want_h, T_HP, want_d, T_DP, c.Height, T_W);
+            break;
+        }
+        if (tc == TC_ERRORS && k % 8 == 3) {
+            /* a width over the pitch, an array, rows past the allocation's end */
+            CUDA_MEMCPY2D bad = c;
+            if (k == 3)
+                bad.WidthInBytes = T_DP + 1;
+            else if (k == 11)
+                bad.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+            else
+                bad.Height = T_ROWS * T_H + 1;
+            rc = copy2d(&bad, s, 0);
+            printf("rc: bad tile %u %d\n", k, (int)rc);
+            first = first ? first : rc;
+            if (!rc)
+                printf("result: WRONG a bad 2D copy succeeded\n");
+            size_t x = (t % T_COLS) * T_W, y = (t / T_COLS) * T_H;
+            for (size_t r = 0; r < T_H; r++) /* the tile was not copied: its destination keeps what it held */
+                memcpy(want_d + (y + r) * T_DP + x, init_d + (y + r) * T_DP + x, T_W);
+            continue;
+        }
+        rc = copy2d(&c, s, ptsz);
+        if (rc)
+            printf("rc: tile %u %d\n", k, (int)rc);
+        if (tc == TC_HAZARD && k % 4 == 1) {
+            /* the tile just written is read back into d (rule 5: read after
+             * write), then d's tile is overwritten from h (write after read) */
+            CUDA_MEMCPY2D back = tile_desc(t, CU_MEMORYTYPE_DEVICE, e, T_DP, CU_MEMORYTYPE_DEVICE, d, T_DP);
+            back.srcXInBytes += 16; /* shifted: the rows overlap two of d's tiles' columns */
+            back.WidthInBytes = T_W - 16;
+            CK(copy2d(&back, s, 0));
+            size_t x = (t % T_COLS) * T_W, y = (t / T_COLS) * T_H;
+            for (size_t r = 0; r < T_H; r++)
+                memmove(want_d + (y + r) * T_DP + x, want_e + (y + r) * T_DP + x + 16, T_W - 16);
+            CK(cuMemcpyHtoDAsync_v2(d + y * T_DP + x, h + y * T_HP + x, T_W, s));
+            memcpy(want_d + y * T_DP + x, h + y * T_HP + x, T_W);
+        }
+        if (tc == TC_MIXED && k % 3 == 2) {
+            /* a 1D copy into the tile's first row (write after write), and one
+             * into the row gap beside it, which no tile touches */
+            size_t x = (t % T_COLS) * T_W, y = (t / T_COLS) * T_H;
+            CK(cuMemcpyHtoDAsync_v2(d + y * T_DP + x + 8, h + 5, 100, s));
+            memcpy(want_d + y * T_DP + x + 8, h + 5, 100);
+            CK(cuMemcpyHtoDAsync_v2(d + y * T_DP + T_COLS * T_W, h + 300, T_DP - T_COLS * T_W, s));
+            memcpy(want_d + y * T_DP + T_COLS * T_W, h + 300, T_DP - T_COLS * T_W);
+        }
+    }
+    if (tc == TC_CAPTURE) {
+        CK(cuStreamEndCapture(s, &g));
+        CUgraphExec ge;
+        CK(cuGraphInstantiateWithFlags(&ge, g, 0));
+        CK(cuGraphLaunch(ge, s));
+        CK(cuGraphExecDestroy(ge));
+        CK(cuGraphDestroy(g));
+    }
+    CUresult rc = ptsz ? cuStreamSynchronize_ptsz(s) : cuStreamSynchronize(s);
+    printf("rc: sync %d\n", (int)rc);
+    printf("rows_calls: %lu\n", sim_count("cuMemcpy2DAsync_v2") + sim_count("cuMemcpy2DAsync_v2_ptsz") - before);
+    (void)first;
+    if (tc == TC_D2H || tc == TC_PAGEABLE) {
+        expect("2D copies to the host", h, want_h, hbytes);
+    } else {
+        CK(cuMemcpyDtoH_v2(got, d, dbytes));
+        expect("2D copies to d", got, want_d, dbytes);
+        CK(cuMemcpyDtoH_v2(got, e, dbytes));
+        expect("2D copies to e", got, want_e, dbytes);
+        if (tc == TC_UNIFIED)
+            expect("2D copies' host sources", h, want_h, hbytes);
+    }
+    if (s)
+        CK(cuStreamDestroy_v2(s));
+    CK(cuMemFree_v2(d));
+    CK(cuMemFree_v2(e));
+    if (tc == TC_PAGEABLE)
+        free(h);
+    else
+        CK(cuMemFreeHost(h));
+    CK(cuMemFreeHost(got));
+    free(want_h);
+    free(want_d);
+    free(want_e);
+    free(init_d);
+    free(init_e);
+}
+static void sc_tiles_h2d(void) { tiles(TC_H2D); }
+static void sc_tiles_d2h(void) { tiles(TC_D2H); }
+static void sc_tiles_d2d(void) { tiles(TC_D2D); }
+static void sc_tiles_unified(void) { tiles(TC_UNIFIED); }
+static void sc_tiles_hazard(void) { tiles(TC_HAZARD); }
+static void sc_tiles_mixed(void) { tiles(TC_MIXED); }
+static void sc_tiles_pageable(void) { tiles(TC_PAGEABLE); }
+static void sc_tiles_errors(void) { tiles(TC_ERRORS); }
+static void sc_tiles_legacy(void) { tiles(TC_LEGACY); }
+static void sc_tiles_ptds(void) { tiles(TC_PTDS); }
+static void sc_tiles_capture(void) { tiles(TC_CAPTURE); }
+static void sc_tiles_one_row(void) { tiles(TC_ONE_ROW); }
+
 static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"basic", sc_basic},           {"chain", sc_chain},
     {"overwrite", sc_overwrite},   {"query", sc_query},
@@ -3881,6 +4073,10 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"merge_contiguous", sc_merge_contiguous}, {"merge_scattered", sc_merge_scattered}, {"merge_kv4", sc_merge_kv4},
     {"merge_big", sc_merge_big},     {"merge_marker", sc_merge_marker}, {"merge_two_regs", sc_merge_two_regs},
     {"merge_two_hooks", sc_merge_two_hooks}, {"merge_own_error", sc_merge_own_error},
+    {"tiles_h2d", sc_tiles_h2d}, {"tiles_d2h", sc_tiles_d2h}, {"tiles_d2d", sc_tiles_d2d},
+    {"tiles_unified", sc_tiles_unified}, {"tiles_hazard", sc_tiles_hazard}, {"tiles_mixed", sc_tiles_mixed},
+    {"tiles_pageable", sc_tiles_pageable}, {"tiles_errors", sc_tiles_errors}, {"tiles_legacy", sc_tiles_legacy},
+    {"tiles_ptds", sc_tiles_ptds}, {"tiles_capture", sc_tiles_capture}, {"tiles_one_row", sc_tiles_one_row},
 };
 
 int main(int argc, char **argv)

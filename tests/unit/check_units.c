@@ -283,6 +283,80 @@ START_TEST(hazard_matches_brute_force)
 }
 END_TEST
 
+/* Do two footprints share a byte?  Byte by byte over the smaller address span. */
+static int rows_share_a_byte(uintptr_t a, size_t wa, size_t ha, size_t pa, uintptr_t b, size_t wb, size_t hb,
+                             size_t pb)
+{
+    for (size_t i = 0; i < ha; i++)
+        for (size_t j = 0; j < hb; j++) {
+            uintptr_t x = a + i * pa, y = b + j * pb;
+            if (x < y + wb && y < x + wa)
+                return 1;
+        }
+    return 0;
+}
+
+/* 2D footprints (rule 19): the O(1) and row-wise checks against every pair of
+ * rows, with equal and unequal pitches, one-row shapes and the rows of one
+ * region's tiles, which interleave. */
+START_TEST(rows_overlap_matches_brute_force)
+{
+    srand(4242);
+    for (int trial = 0; trial < 200000; trial++) {
+        size_t pa = 1 + (size_t)(rand() % 48), pb = rand() % 3 ? pa : 1 + (size_t)(rand() % 48);
+        size_t wa = 1 + (size_t)rand() % pa, wb = 1 + (size_t)rand() % pb;
+        size_t ha = 1 + (size_t)(rand() % 6), hb = 1 + (size_t)(rand() % 6);
+        uintptr_t a = 0x10000 + (uintptr_t)(rand() % 200), b = 0x10000 + (uintptr_t)(rand() % 200);
+        int want = rows_share_a_byte(a, wa, ha, pa, b, wb, hb, pb);
+        ck_assert_msg(cb_rows_overlap(a, wa, ha, pa, b, wb, hb, pb) == want,
+                      "a=%#lx w%zu h%zu p%zu, b=%#lx w%zu h%zu p%zu: want %d", (unsigned long)a, wa, ha, pa,
+                      (unsigned long)b, wb, hb, pb, want);
+    }
+    /* tiles of one region side by side: rows interleave, nothing shared */
+    ck_assert_int_eq(cb_rows_overlap(0x1000, 192, 8, 1600, 0x1000 + 192, 192, 8, 1600), 0);
+    ck_assert_int_eq(cb_rows_overlap(0x1000, 192, 8, 1600, 0x1000 + 191, 192, 8, 1600), 1);
+}
+END_TEST
+
+/* A run of 2D and 1D copies: the first that may not join, by brute force. */
+START_TEST(shaped_hazards_match_brute_force)
+{
+    srand(777);
+    for (int trial = 0; trial < 3000; trial++) {
+        struct cb_iset w = {0}, r = {0};
+        struct cb_shapes sh = {0};
+        struct cb_shape c[24];
+        size_t n = 2 + (size_t)(rand() % 20);
+        int expect = -1, got = -1;
+        for (size_t i = 0; i < n; i++) {
+            size_t p = 64 + (size_t)(rand() % 3) * 16;
+            c[i] = (struct cb_shape){0x40000 + (uintptr_t)(rand() % 2048), 0x40000 + (uintptr_t)(rand() % 2048),
+                                     1 + (size_t)(rand() % 40), rand() % 2 ? 1 + (size_t)(rand() % 5) : 1, p, p};
+            for (size_t j = 0; j < i && expect < 0; j++) {
+                const struct cb_shape *q = &c[j], *x = &c[i];
+                if (rows_share_a_byte(x->src, x->width, x->height, x->spitch, q->dst, q->width, q->height, q->dpitch) ||
+                    rows_share_a_byte(x->dst, x->width, x->height, x->dpitch, q->dst, q->width, q->height, q->dpitch) ||
+                    rows_share_a_byte(x->dst, x->width, x->height, x->dpitch, q->src, q->width, q->height, q->spitch))
+                    expect = (int)i;
+            }
+            if (got < 0 && cb_hazard_shaped(&w, &r, &sh, &c[i]))
+                got = (int)i;
+            if (got >= 0 || expect >= 0)
+                break;
+            if (c[i].height > 1)
+                ck_assert_int_eq(cb_shapes_add(&sh, &c[i]), 0);
+            else
+                ck_assert(!cb_iset_add(&w, c[i].dst, c[i].dst + c[i].width) &&
+                          !cb_iset_add(&r, c[i].src, c[i].src + c[i].width));
+        }
+        ck_assert_int_eq(got, expect);
+        cb_iset_free(&w);
+        cb_iset_free(&r);
+        cb_shapes_free(&sh);
+    }
+}
+END_TEST
+
 /* ---- classification (classify.c): the per-thread range cache ---------------------- */
 
 /* A driver that knows a set of disjoint ranges (its truth may change under the
@@ -551,7 +625,8 @@ int main(void)
                                     policy_bands_checked)},
         {"classification", TH_TESTS(classify_matches_the_driver, classify_drops_a_range_the_driver_redrew,
                                     alloc_table_finds_removes_and_grows, alloc_table_readers_race_a_writer)},
-        {"hazards", TH_TESTS(hazard_rules, hazard_matches_brute_force)},
+        {"hazards", TH_TESTS(hazard_rules, hazard_matches_brute_force, rows_overlap_matches_brute_force,
+                             shaped_hazards_match_brute_force)},
         {"captures", TH_TESTS(legacy_order_asks_no_capturing_stream)},
     };
     /* check's default limit per test */
