@@ -3,12 +3,15 @@
 # copies, and prove it on whole programs"): the before/after instruments, in
 # one device call of at most ~9 minutes.  They measure today's library too.
 #
-#   campaign-43.sh --bin DIR --lib PATH --out DIR [--rounds N] [--cpu N]
-#                  [--budget SECONDS] [--parts LIST] [--plan]
+#   campaign-43.sh --bin DIR --lib PATH --out DIR [--prev PATH] [--rounds N]
+#                  [--cpu N] [--budget SECONDS] [--parts LIST] [--plan]
 #
 #   --bin     the programs, built here by bench/build-bench.sh DIR (no GPU
 #             needed): bench_copies, kv_swap, bench_tiles, bench_launch
 #   --lib     libcubatch.so
+#   --prev    an earlier libcubatch.so: the grid, kv and tiles parts add the
+#             configuration prev (LD_PRELOAD of it), so that the report sets the
+#             two libraries side by side (prev/cubatch > 1: the new one faster)
 #   --out     where the results go (created); 3 files: summary.md (the tables),
 #             campaign.log (everything printed), raw.tgz (raw/: grid.csv,
 #             kv.csv, tiles.csv, launch.csv, train.md/.jsonl, kvswap.md/.jsonl,
@@ -57,17 +60,18 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 
-bin='' lib='' out='' rounds=9 cpu=3 budget=520 plan=0
+bin='' lib='' out='' prev='' rounds=9 cpu=3 budget=520 plan=0
 parts='grid kv tiles launch train kvswap'
 while [ $# -gt 0 ]; do
     case $1 in
-    --bin|--lib|--out|--rounds|--cpu|--budget|--parts)
+    --bin|--lib|--out|--prev|--rounds|--cpu|--budget|--parts)
         [ $# -ge 2 ] || { echo "campaign-43: $1 needs a value" >&2; exit 2; } ;;
     esac
     case $1 in
     --bin) bin=$2; shift 2 ;;
     --lib) lib=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --prev) prev=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --cpu) cpu=$2; shift 2 ;;
     --budget) budget=$2; shift 2 ;;
@@ -105,7 +109,7 @@ launch_args() { echo -r 15 -w 3 -n 4096 -s side,legacy -m step,enqueue; }
 part_configs() {
     case $1 in
     launch) echo plain plain2 cubatch off ;;
-    *) echo plain plain2 cubatch ;;
+    *) echo plain plain2 cubatch${prev:+ prev} ;;
     esac
 }
 part_prog() {
@@ -136,7 +140,7 @@ if [ $plan -eq 1 ]; then
     echo "# estimate: $((rounds * round_est + reserve + 15))s of a ${budget}s budget"
     for p in $proc_parts; do
         for c in $(part_configs "$p"); do
-            pre='' ; case $c in cubatch) pre="LD_PRELOAD=LIB " ;; off) pre="LD_PRELOAD=LIB CUBATCH_ENABLE=0 " ;; esac
+            pre='' ; case $c in cubatch) pre="LD_PRELOAD=LIB " ;; prev) pre="LD_PRELOAD=PREV " ;; off) pre="LD_PRELOAD=LIB CUBATCH_ENABLE=0 " ;; esac
             echo "$p/$c: ${pre}taskset -c $cpu BIN/$(part_prog "$p") $("${p}_args" "$c")"
         done
     done
@@ -154,6 +158,8 @@ fi
 cb_gpu_or_skip campaign-43
 cb_real_driver_only
 [ -f "$lib" ] || { echo "campaign-43: $lib not found" >&2; exit 2; }
+[ -z "$prev" ] || [ -f "$prev" ] || { echo "campaign-43: $prev not found" >&2; exit 2; }
+[ -z "$prev" ] || prev=$(cd "$(dirname "$prev")" && pwd)/$(basename "$prev")
 [ -d "$bin" ] || { echo "campaign-43: $bin not found" >&2; exit 2; }
 lib=$(cd "$(dirname "$lib")" && pwd)/$(basename "$lib")
 bin=$(cd "$bin" && pwd)
@@ -172,6 +178,7 @@ echo "# cubatch campaign-43 $(date -u +%FT%TZ), budget ${budget}s, $rounds round
 {
     echo "library: $lib"
     sha256sum "$lib"
+    [ -z "$prev" ] || { echo "prev: $prev"; sha256sum "$prev"; }
     echo "commit: $(git -C "$top" rev-parse HEAD 2>/dev/null || echo '?')"
     nvidia-smi --query-gpu=name,driver_version,memory.used,clocks.sm --format=csv,noheader 2>/dev/null
     nproc
@@ -188,6 +195,7 @@ run_proc() {  # part config round
     [ -x "$bin/$prog" ] || { echo "# $p: $bin/$prog not built, skipped"; return; }
     case $c in
     cubatch) pre=(LD_PRELOAD="$lib" CUBATCH_STATS=json CUBATCH_STATS_FILE="$raw/stats/$p.$c.$r.json") ;;
+    prev) pre=(LD_PRELOAD="$prev" CUBATCH_STATS=json CUBATCH_STATS_FILE="$raw/stats/$p.$c.$r.json") ;;
     off) pre=(LD_PRELOAD="$lib" CUBATCH_ENABLE=0 CUBATCH_STATS=json CUBATCH_STATS_FILE="$raw/stats/$p.$c.$r.json") ;;
     esac
     t0=$SECONDS
