@@ -57,10 +57,13 @@ static int type_agrees(unsigned char type, enum cb_kind k)
     return type == CU_MEMORYTYPE_UNIFIED || (type == CU_MEMORYTYPE_HOST && k == CB_MEM_HOST) ||
            (type == CU_MEMORYTYPE_DEVICE && dev_side(k));
 }
+/* ... and each side's allocation has a known end, which its last row must
+ * not pass (memory_verdict): a kernel's row outside memory would be a device
+ * fault, sticky for the context. */
 static int rows_agree(const struct cb_copy_req *rq)
 {
-    return !rq->rows.height ||
-           (type_agrees(rq->rows.dtype, rq->dcls.kind) && type_agrees(rq->rows.stype, rq->scls.kind));
+    return !rq->rows.height || (type_agrees(rq->rows.dtype, rq->dcls.kind) &&
+                                type_agrees(rq->rows.stype, rq->scls.kind) && rq->dcls.end && rq->scls.end);
 }
 
 /* Rules 1 and 5 of the memory: 0 when both sides may be deferred, else the
