@@ -39,41 +39,14 @@ static int entry_agrees(enum cb_direction entry, enum cb_kind d, enum cb_kind s)
     }
 }
 
-/* The bytes from the start of each side to the end of its last row. */
-static size_t dst_span(const struct cb_copy_req *rq)
-{
-    return rq->rows.height ? (rq->rows.height - 1) * rq->rows.dpitch + rq->bytes : rq->bytes;
-}
-static size_t src_span(const struct cb_copy_req *rq)
-{
-    return rq->rows.height ? (rq->rows.height - 1) * rq->rows.spitch + rq->bytes : rq->bytes;
-}
-
-/* A 2D copy's memory types say what each side's pointer is, as an entry
- * point's direction does: a batch may stand in for it only when the memory is
- * what the type says (UNIFIED: anything). */
-static int type_agrees(unsigned char type, enum cb_kind k)
-{
-    return type == CU_MEMORYTYPE_UNIFIED || (type == CU_MEMORYTYPE_HOST && k == CB_MEM_HOST) ||
-           (type == CU_MEMORYTYPE_DEVICE && dev_side(k));
-}
-/* ... and each side's allocation has a known end, which its last row must
- * not pass (memory_verdict): a kernel's row outside memory would be a device
- * fault, sticky for the context. */
-static int rows_agree(const struct cb_copy_req *rq)
-{
-    return !rq->rows.height || (type_agrees(rq->rows.dtype, rq->dcls.kind) &&
-                                type_agrees(rq->rows.stype, rq->scls.kind) && rq->dcls.end && rq->scls.end);
-}
-
 /* Rules 1 and 5 of the memory: 0 when both sides may be deferred, else the
  * counter of the reason. */
 static enum cb_stat_id memory_verdict(const struct cb_copy_req *rq, enum cb_direction entry)
 {
     if (rq->dcls.kind == CB_MEM_UNKNOWN || rq->scls.kind == CB_MEM_UNKNOWN)
         return CB_ST_pass_pageable; /* rule 1: the driver stages or synchronizes these */
-    if (!entry_agrees(entry, rq->dcls.kind, rq->scls.kind) || !rows_agree(rq) ||
-        (rq->dcls.end && dst_span(rq) > rq->dcls.end - rq->dst) || (rq->scls.end && src_span(rq) > rq->scls.end - rq->src) ||
+    if (!entry_agrees(entry, rq->dcls.kind, rq->scls.kind) ||
+        (rq->dcls.end && rq->bytes > rq->dcls.end - rq->dst) || (rq->scls.end && rq->bytes > rq->scls.end - rq->src) ||
         (rq->dcls.kind == CB_MEM_DEVICE && rq->scls.kind == CB_MEM_DEVICE && rq->dcls.device != rq->scls.device))
         return CB_ST_pass_foreign; /* let the driver say what it says about these */
     return 0;
@@ -98,7 +71,7 @@ static int policy_defers(enum cb_direction d, size_t bytes)
 static int kernel_may_in(const struct cb_copy_req *rq, CUcontext ctx)
 {
     return cb_kernel_usable && ctx && rq->dcls.kctx == ctx && rq->scls.kctx == ctx &&
-           (cb_opt(CB_OPT_engine) == CB_ENGINE_KERNEL || cb_req_total(rq) <= CB_KERNEL_AUTO_MAX);
+           (cb_opt(CB_OPT_engine) == CB_ENGINE_KERNEL || rq->bytes <= CB_KERNEL_AUTO_MAX);
 }
 /* ... on the run's stream. */
 static int kernel_may(const struct cb_copy_req *rq, const struct cb_run *run)
@@ -548,12 +521,12 @@ static inline __attribute__((always_inline)) CUresult copy_eligible(struct cb_ts
 {
     enum cb_direction d = direction(rq->dcls.kind, rq->scls.kind);
     cb_bump(&t->v[cb_direction_stat(d)], 1);
-    if (!policy_defers(d, cb_req_total(rq))) {
+    if (!policy_defers(d, rq->bytes)) {
         /* Eligible memory, just not worth batching.  This copy is asynchronous
          * and holds the host to nothing, so issuing it ahead of the queued run
          * is unobservable unless their ranges overlap (rule 5): only then must
          * the run go first.  Interleaved copies of both kinds keep batching. */
-        cb_bump(&t->v[cb_req_total(rq) > cb_opt(CB_OPT_max_copy) ? CB_ST_pass_size : CB_ST_pass_policy], 1);
+        cb_bump(&t->v[rq->bytes > cb_opt(CB_OPT_max_copy) ? CB_ST_pass_size : CB_ST_pass_policy], 1);
         if (CB_UNLIKELY(rq->is_2d)) /* its rows interleave with the run's: it simply follows it */
             return issue_after_run(rq);
         if (rq->sk == CB_SK_LEGACY)
@@ -750,11 +723,41 @@ static int rows_of(const CUDA_MEMCPY2D *p, struct cb_copy_req *rq)
         !side_of(p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes, p->dstY, p->dstPitch, &rq->dst,
                  &rq->rows.dtype))
         return 0;
-    rq->bytes = p->WidthInBytes;
+    rq->bytes = p->WidthInBytes * p->Height; /* what the policy and the kernel's reach weigh */
+    rq->width = p->WidthInBytes;
     rq->rows.height = p->Height;
     rq->rows.dpitch = p->dstPitch;
     rq->rows.spitch = p->srcPitch;
     return 1;
+}
+
+/* A side's rows: from its start to the end of its last row. */
+static size_t span(size_t width, size_t height, size_t pitch) { return (height - 1) * pitch + width; }
+
+/* A 2D copy's memory types say what each side's pointer is, as an entry
+ * point's direction does: a batch may stand in for it only when the memory is
+ * what the type says (UNIFIED: anything). */
+static int type_agrees(unsigned char type, enum cb_kind k)
+{
+    return type == CU_MEMORYTYPE_UNIFIED || (type == CU_MEMORYTYPE_HOST && k == CB_MEM_HOST) ||
+           (type == CU_MEMORYTYPE_DEVICE && dev_side(k));
+}
+
+/* Rules 1 and 5 of the memory for a 2D copy, as memory_verdict's for a 1D
+ * one: each side's type agrees with its memory, and its rows end inside its
+ * allocation, whose end must be known (a kernel's row outside memory would be
+ * a device fault, sticky for the context). */
+static enum cb_stat_id rows_verdict(const struct cb_copy_req *rq)
+{
+    const struct cb_rows *r = &rq->rows;
+    if (rq->dcls.kind == CB_MEM_UNKNOWN || rq->scls.kind == CB_MEM_UNKNOWN)
+        return CB_ST_pass_pageable;
+    if (!type_agrees(r->dtype, rq->dcls.kind) || !type_agrees(r->stype, rq->scls.kind) || !rq->dcls.end ||
+        !rq->scls.end || span(rq->width, r->height, r->dpitch) > rq->dcls.end - rq->dst ||
+        span(rq->width, r->height, r->spitch) > rq->scls.end - rq->src ||
+        (rq->dcls.kind == CB_MEM_DEVICE && rq->scls.kind == CB_MEM_DEVICE && rq->dcls.device != rq->scls.device))
+        return CB_ST_pass_foreign;
+    return 0;
 }
 
 /* The full path of a 2D copy: what it is, its memory (rules 1 and 5), then
@@ -774,12 +777,12 @@ static __attribute__((noinline)) CUresult copy2d_one(unsigned entry, const CUDA_
         why = CB_ST_pass_rows;
     else if (rq.sk == CB_SK_LEGACY && !legacy_deferrable())
         why = CB_ST_pass_legacy;
-    else if (rq.bytes == 0 || rq.rows.height == 0)
+    else if (rq.bytes == 0)
         why = CB_ST_pass_zero;
     else if (cb_classify_pair(rq.dst, rq.src, &rq.dcls, &rq.scls))
         why = CB_ST_pass_query;
     else
-        why = memory_verdict(&rq, CB_D_ANY);
+        why = rows_verdict(&rq);
     if (!why)
         return copy_eligible(t, &rq);
     cb_bump(&t->v[CB_ST_copies_unknown], 1);

@@ -290,7 +290,7 @@ int cb_run_append(struct cb_run *run, const struct cb_copy_req *rq)
     run->q.n2d += rq->rows.height != 0;
     run->q.dsts[i] = rq->dst;
     run->q.srcs[i] = rq->src;
-    run->q.sizes[i] = rq->bytes;
+    run->q.sizes[i] = rq->rows.height ? rq->width : rq->bytes; /* a 2D copy's: its row length */
     run->q.hooks[i] = (unsigned char)rq->hook;
     run->q.streams[i] = rq->stream;
     run->feed.issued++;

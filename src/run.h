@@ -103,6 +103,7 @@ struct cb_copy_req {
     int hook;
     CUdeviceptr dst, src;
     size_t bytes;
+    size_t width;    /* a 2D copy's row length (bytes: all its rows) */
     CUstream stream; /* as the program passed it */
     enum cb_stream_kind sk;
     struct cb_class dcls, scls;
@@ -113,16 +114,12 @@ struct cb_copy_req {
     const CUDA_MEMCPY2D *copy2d; /* ... and the program's description of it, to issue it as it came */
 };
 
-/* The bytes a copy moves (a 2D copy: every row). */
-static inline size_t cb_req_total(const struct cb_copy_req *rq)
-{
-    return rq->rows.height ? rq->rows.height * rq->bytes : rq->bytes;
-}
-/* Its footprint, for the hazard checks. */
+/* A copy's footprint, for the hazard checks. */
 static inline struct cb_shape cb_req_shape(const struct cb_copy_req *rq)
 {
-    return (struct cb_shape){rq->dst, rq->src, rq->bytes, rq->rows.height ? rq->rows.height : 1, rq->rows.dpitch,
-                             rq->rows.spitch};
+    if (!rq->rows.height)
+        return (struct cb_shape){rq->dst, rq->src, rq->bytes, 1, 0, 0};
+    return (struct cb_shape){rq->dst, rq->src, rq->width, rq->rows.height, rq->rows.dpitch, rq->rows.spitch};
 }
 
 /* ---- run.c: a run's lock and its own state ----------------------------------------- */
