@@ -80,8 +80,20 @@ int cb_hazard_slow(const struct cb_iset *writes, const struct cb_iset *reads, ui
 
 /* ---- 2D copies ------------------------------------------------------------------------ */
 
-/* floor(x / p) for p > 0. */
-static int64_t floor_div(int64_t x, int64_t p) { return x >= 0 ? x / p : -((-x + p - 1) / p); }
+/* floor(x / p) for p > 0; without a division where |x| < p (the shapes start
+ * within a pitch of each other: tiles of one row of tiles). */
+static int64_t floor_div(int64_t x, int64_t p)
+{
+    if (x >= 0)
+        return x < p ? 0 : x / p;
+    return x >= -p ? -1 : -((-x + p - 1) / p);
+}
+
+/* The end of a side's bounding range: its last row's end. */
+static uintptr_t side_end(uintptr_t start, size_t width, size_t height, size_t pitch)
+{
+    return start + (height - 1) * pitch + width;
+}
 
 /* The range [x, x + len) against rows of w bytes, p apart, from base (h rows,
  * w <= p when h > 1): the row that could meet it first is the one x falls in
@@ -132,13 +144,23 @@ int cb_shapes_add(struct cb_shapes *s, const struct cb_shape *c)
 {
     if (s->n == s->cap) {
         size_t cap = s->cap ? 2 * s->cap : 16;
-        struct cb_shape *v = realloc(s->v, cap * sizeof *v);
+        struct cb_kept_shape *v = realloc(s->v, cap * sizeof *v);
         if (!v)
             return -1;
         s->v = v;
         s->cap = cap;
     }
-    s->v[s->n++] = *c;
+    struct cb_kept_shape k = {*c, side_end(c->dst, c->width, c->height, c->dpitch),
+                              side_end(c->src, c->width, c->height, c->spitch)};
+    if (s->n == 0) {
+        s->dst_lo = c->dst, s->dst_hi = k.dst_end, s->src_lo = c->src, s->src_hi = k.src_end;
+    } else {
+        s->dst_lo = c->dst < s->dst_lo ? c->dst : s->dst_lo;
+        s->dst_hi = k.dst_end > s->dst_hi ? k.dst_end : s->dst_hi;
+        s->src_lo = c->src < s->src_lo ? c->src : s->src_lo;
+        s->src_hi = k.src_end > s->src_hi ? k.src_end : s->src_hi;
+    }
+    s->v[s->n++] = k;
     return 0;
 }
 
@@ -164,16 +186,34 @@ static int shape_meets_sets(const struct cb_iset *writes, const struct cb_iset *
     return 0;
 }
 
+/* Do [lo, hi) and [lo2, hi2) meet? */
+static int meet(uintptr_t lo, uintptr_t hi, uintptr_t lo2, uintptr_t hi2) { return lo < hi2 && lo2 < hi; }
+
 int cb_hazard_shaped(const struct cb_iset *writes, const struct cb_iset *reads, const struct cb_shapes *shapes,
                      const struct cb_shape *c)
 {
     if (shape_meets_sets(writes, reads, c))
         return 1;
+    if (shapes->n == 0)
+        return 0;
+    uintptr_t dst_end = side_end(c->dst, c->width, c->height, c->dpitch);
+    uintptr_t src_end = side_end(c->src, c->width, c->height, c->spitch);
+    /* which of the three conflicts (reads a 2D copy's destination, writes
+     * it, writes its source) any 2D copy's bounds allow at all */
+    int raw = meet(c->src, src_end, shapes->dst_lo, shapes->dst_hi);
+    int waw = meet(c->dst, dst_end, shapes->dst_lo, shapes->dst_hi);
+    int war = meet(c->dst, dst_end, shapes->src_lo, shapes->src_hi);
+    if (!(raw | waw | war))
+        return 0;
     for (size_t i = 0; i < shapes->n; i++) {
-        const struct cb_shape *q = &shapes->v[i];
-        if (cb_rows_overlap(c->src, c->width, c->height, c->spitch, q->dst, q->width, q->height, q->dpitch) ||
-            cb_rows_overlap(c->dst, c->width, c->height, c->dpitch, q->dst, q->width, q->height, q->dpitch) ||
-            cb_rows_overlap(c->dst, c->width, c->height, c->dpitch, q->src, q->width, q->height, q->spitch))
+        const struct cb_kept_shape *k = &shapes->v[i];
+        const struct cb_shape *q = &k->s;
+        if ((raw && meet(c->src, src_end, q->dst, k->dst_end) &&
+             cb_rows_overlap(c->src, c->width, c->height, c->spitch, q->dst, q->width, q->height, q->dpitch)) ||
+            (waw && meet(c->dst, dst_end, q->dst, k->dst_end) &&
+             cb_rows_overlap(c->dst, c->width, c->height, c->dpitch, q->dst, q->width, q->height, q->dpitch)) ||
+            (war && meet(c->dst, dst_end, q->src, k->src_end) &&
+             cb_rows_overlap(c->dst, c->width, c->height, c->dpitch, q->src, q->width, q->height, q->spitch)))
             return 1;
     }
     return 0;

@@ -44,10 +44,18 @@ struct cb_shape {
 };
 /* The 2D copies of a run, kept whole rather than as intervals: the rows of
  * tiles of one pitched buffer interleave, so their bounding ranges overlap
- * where their rows do not. */
+ * where their rows do not.  Each with the ends of its sides' bounding ranges,
+ * and the set with the union of them (lo, hi: all destinations', then all
+ * sources'), so that a copy far from every 2D copy's side is not compared with
+ * each of them. */
+struct cb_kept_shape {
+    struct cb_shape s;
+    uintptr_t dst_end, src_end;
+};
 struct cb_shapes {
-    struct cb_shape *v;
+    struct cb_kept_shape *v;
     size_t n, cap;
+    uintptr_t dst_lo, dst_hi, src_lo, src_hi;
 };
 int cb_shapes_add(struct cb_shapes *s, const struct cb_shape *c); /* -1 out of memory */
 void cb_shapes_free(struct cb_shapes *s);
