@@ -3946,6 +3946,13 @@ static void tiles(enum tile_case tc)
             CK(cuMemcpyHtoDAsync_v2(d + y * T_DP + x, h + y * T_HP + x, T_W, s));
             memcpy(want_d + y * T_DP + x, h + y * T_HP + x, T_W);
         }
+        if (tc == TC_HAZARD && k % 4 == 3) {
+            /* a 1D copy reads the tile's last row just written (read after
+             * write only: it writes the gap beside d's rows, which no tile reads) */
+            size_t x = (t % T_COLS) * T_W, y = (t / T_COLS) * T_H, gap = T_COLS * T_W;
+            CK(cuMemcpyDtoDAsync_v2(d + y * T_DP + gap, e + (y + T_H - 1) * T_DP + x + 5, 50, s));
+            memcpy(want_d + y * T_DP + gap, want_e + (y + T_H - 1) * T_DP + x + 5, 50);
+        }
         if (tc == TC_MIXED && k % 3 == 2) {
             /* a 1D copy into the tile's first row (write after write), and one
              * into the row gap beside it, which no tile touches */
