@@ -30,6 +30,7 @@ EXTRA_DIST += \
 	bench/bench_tiles.c \
 	bench/bench_launch.cu \
 	bench/campaign-43.sh \
+	bench/campaign-rows.sh \
 	bench/report-43.py \
 	bench/local.mk
 EXTRA_DIST += bench/RESULTS.md bench/quick-extras.sh tools/mutants.py
