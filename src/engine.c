@@ -43,8 +43,6 @@ int cb_kernel_usable;
 /* The batch API's chunks (bench/RESULTS.md, run X). */
 #define CB_BATCH_CHUNK_H2D 32
 #define CB_BATCH_CHUNK 64
-/* A run merging into one copy: its chunks (rule 18). */
-#define CB_MERGED_CHUNK 64
 static const char *cb_kernel_reason = "";
 
 struct cb_engine {
@@ -189,14 +187,6 @@ size_t cb_engine_chunk(int kernel_ok, unsigned kind, unsigned chunks)
     size_t max = cb_opt(CB_OPT_max_batch);
     if (kind & CB_CHUNK_HELD)
         return max;
-    if (kernel_ok && cb_kernel_usable && (kind & CB_CHUNK_ONE_COPY) && cb_opt(CB_OPT_pipeline) &&
-        cb_opt(CB_OPT_engine) == CB_ENGINE_AUTO) {
-        /* One contiguous copy so far: it goes to the copy engines as one copy
-         * a chunk, whose cost does not grow with the chunk, so the kernel's
-         * growing chunks would only make the last one long to wait for
-         * (design notes, rule 18: fixed chunks). */
-        return CB_MERGED_CHUNK < max ? CB_MERGED_CHUNK : max;
-    }
     if (kernel_ok && cb_kernel_usable) {
         /* The copy kernel: a first launch at 32 copies, then 4 times as many at
          * each (bench/RESULTS.md, run X: the best of the schedules tried, with

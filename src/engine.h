@@ -26,9 +26,8 @@ void cb_engines_init(void);
 extern int cb_kernel_usable;
 /* What a run's chunk length depends on besides its engine: it holds a
  * host-to-device copy; its segment went to the held arm (choose.h), which
- * submits the burst whole, at its end; its copies so far merge into one
- * (rule 18), which the copy engines take. */
-enum { CB_CHUNK_H2D = 1, CB_CHUNK_HELD = 2, CB_CHUNK_ONE_COPY = 4 };
+ * submits the burst whole, at its end. */
+enum { CB_CHUNK_H2D = 1, CB_CHUNK_HELD = 2 };
 /* The length at which a growing run is submitted (pipelining): by the engine
  * that will take it (kernel_ok), its CB_CHUNK_ bits, and after `chunks` chunk
  * submissions in a row. */

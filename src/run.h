@@ -217,15 +217,13 @@ int cb_run_slow_peek(const struct cb_run *run);
 static inline int cb_run_feed_copy(struct cb_run *run)
 {
     /* what decides the length changes only when the run opens, a copy outside
-     * the kernel's reach, the first host-to-device copy or the first copy
-     * that does not continue the one before joins */
+     * the kernel's reach or the first host-to-device copy joins */
     struct cb_feed *fd = &run->feed;
     int kernel_chunks = run->q.kernel_ok && !(run->facts.sm_busy && run->q.has_host);
-    unsigned kind = fd->kind | (run->q.merged.n == 1 ? CB_CHUNK_ONE_COPY : 0u);
-    unsigned shape = 1u | (unsigned)kernel_chunks << 1 | kind << 2;
+    unsigned shape = 1u | (unsigned)kernel_chunks << 1 | fd->kind << 2;
     if (CB_UNLIKELY(shape != fd->chunk_shape)) {
         fd->chunk_shape = shape;
-        fd->chunk_at = cb_engine_chunk(kernel_chunks, kind, fd->chunks);
+        fd->chunk_at = cb_engine_chunk(kernel_chunks, fd->kind, fd->chunks);
     }
     if (run->q.n >= fd->chunk_at)
         fd->chunk_due = 1;

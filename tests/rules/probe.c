@@ -3737,7 +3737,7 @@ enum merge_shape { MS_CONTIGUOUS, MS_SCATTERED, MS_KV4, MS_BIG, MS_MARKER, MS_TW
 static void merge_copies(enum merge_shape shape)
 {
     int small = shape == MS_CONTIGUOUS || shape == MS_SCATTERED || shape == MS_KV4;
-    size_t bs = small ? 4096 : (size_t)512 << 10, nb = shape == MS_CONTIGUOUS ? 129 : small ? 64 : 9;
+    size_t bs = small ? 4096 : (size_t)512 << 10, nb = small ? 64 : 9;
     size_t total = nb * bs + (shape == MS_OWN_ERROR ? bs / 2 : 0);
     unsigned char *in, *out = malloc(total), *want = malloc(total);
     if (shape == MS_TWO_REGS) {
