@@ -85,6 +85,11 @@ tests_check_rules_LDADD = tests/libharness.la $(CHECK_LIBS)
 EXTRA_DIST += tests/package/check_exports.sh tests/rules/check_valgrind.sh \
 	tests/package/check_launcher.sh
 
+# The copy kernel's device code on the CPU (tests/kernel/kernel_cpu.cc): random
+# runs of 1D and 2D descriptors, bytes and bounds checked (ASan, UBSan).
+TESTS += tests/kernel/check_kernel_cpu.sh
+EXTRA_DIST += tests/kernel/check_kernel_cpu.sh tests/kernel/kernel_cpu.cc tests/kernel/kernel_cpu_shim.h
+
 # Differential fuzzer (tests/fuzz/README.md): random driver programs run plain and
 # preloaded on the simulated driver, outputs compared; saved regressions replayed.
 check_PROGRAMS += tests/fuzz/fuzz
