@@ -31,6 +31,7 @@ EXTRA_DIST += \
 	bench/bench_launch.cu \
 	bench/campaign-43.sh \
 	bench/campaign-rows.sh \
+	bench/hazard_rows.c \
 	bench/report-43.py \
 	bench/local.mk
 EXTRA_DIST += bench/RESULTS.md bench/quick-extras.sh tools/mutants.py
