@@ -731,9 +731,6 @@ static int rows_of(const CUDA_MEMCPY2D *p, struct cb_copy_req *rq)
     return 1;
 }
 
-/* A side's rows: from its start to the end of its last row. */
-static size_t span(size_t width, size_t height, size_t pitch) { return (height - 1) * pitch + width; }
-
 /* A 2D copy's memory types say what each side's pointer is, as an entry
  * point's direction does: a batch may stand in for it only when the memory is
  * what the type says (UNIFIED: anything). */
@@ -753,8 +750,8 @@ static enum cb_stat_id rows_verdict(const struct cb_copy_req *rq)
     if (rq->dcls.kind == CB_MEM_UNKNOWN || rq->scls.kind == CB_MEM_UNKNOWN)
         return CB_ST_pass_pageable;
     if (!type_agrees(r->dtype, rq->dcls.kind) || !type_agrees(r->stype, rq->scls.kind) || !rq->dcls.end ||
-        !rq->scls.end || span(rq->width, r->height, r->dpitch) > rq->dcls.end - rq->dst ||
-        span(rq->width, r->height, r->spitch) > rq->scls.end - rq->src ||
+        !rq->scls.end || cb_rows_span(rq->width, r->height, r->dpitch) > rq->dcls.end - rq->dst ||
+        cb_rows_span(rq->width, r->height, r->spitch) > rq->scls.end - rq->src ||
         (rq->dcls.kind == CB_MEM_DEVICE && rq->scls.kind == CB_MEM_DEVICE && rq->dcls.device != rq->scls.device))
         return CB_ST_pass_foreign;
     return 0;

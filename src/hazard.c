@@ -89,11 +89,6 @@ static int64_t floor_div(int64_t x, int64_t p)
     return x >= -p ? -1 : -((-x + p - 1) / p);
 }
 
-/* The end of a side's bounding range: its last row's end. */
-static uintptr_t side_end(uintptr_t start, size_t width, size_t height, size_t pitch)
-{
-    return start + (height - 1) * pitch + width;
-}
 
 /* The range [x, x + len) against rows of w bytes, p apart, from base (h rows,
  * w <= p when h > 1): the row that could meet it first is the one x falls in
@@ -115,7 +110,7 @@ int cb_rows_overlap(uintptr_t a, size_t wa, size_t ha, size_t pa, uintptr_t b, s
 {
     if (wa == 0 || wb == 0 || ha == 0 || hb == 0)
         return 0;
-    uintptr_t a_end = a + (ha - 1) * pa + wa, b_end = b + (hb - 1) * pb + wb;
+    uintptr_t a_end = a + cb_rows_span(wa, ha, pa), b_end = b + cb_rows_span(wb, hb, pb);
     if (a_end <= b || b_end <= a)
         return 0;
     if (ha == 1)
@@ -150,8 +145,8 @@ int cb_shapes_add(struct cb_shapes *s, const struct cb_shape *c)
         s->v = v;
         s->cap = cap;
     }
-    struct cb_kept_shape k = {*c, side_end(c->dst, c->width, c->height, c->dpitch),
-                              side_end(c->src, c->width, c->height, c->spitch)};
+    struct cb_kept_shape k = {*c, c->dst + cb_rows_span(c->width, c->height, c->dpitch),
+                              c->src + cb_rows_span(c->width, c->height, c->spitch)};
     if (s->n == 0) {
         s->dst_lo = c->dst, s->dst_hi = k.dst_end, s->src_lo = c->src, s->src_hi = k.src_end;
     } else {
@@ -170,15 +165,16 @@ void cb_shapes_free(struct cb_shapes *s)
     *s = (struct cb_shapes){0};
 }
 
-/* Does c's footprint meet the 1D copies' interval sets?  Its bounding ranges
- * first; only where those meet, row by row. */
-static int shape_meets_sets(const struct cb_iset *writes, const struct cb_iset *reads, const struct cb_shape *c)
+/* Does c's footprint (its sides' bounding ranges ending at dst_end and
+ * src_end) meet the 1D copies' interval sets?  Its bounding ranges first; only
+ * where those meet, row by row. */
+static int shape_meets_sets(const struct cb_iset *writes, const struct cb_iset *reads, const struct cb_shape *c,
+                            uintptr_t dst_end, uintptr_t src_end)
 {
     if (c->height <= 1)
         return cb_hazard(writes, reads, c->dst, c->src, c->width);
-    size_t dspan = (c->height - 1) * c->dpitch + c->width, sspan = (c->height - 1) * c->spitch + c->width;
-    if (cb_iset_outside(writes, c->src, c->src + sspan) && cb_iset_outside(writes, c->dst, c->dst + dspan) &&
-        cb_iset_outside(reads, c->dst, c->dst + dspan))
+    if (cb_iset_outside(writes, c->src, src_end) && cb_iset_outside(writes, c->dst, dst_end) &&
+        cb_iset_outside(reads, c->dst, dst_end))
         return 0;
     for (size_t r = 0; r < c->height; r++)
         if (cb_hazard(writes, reads, c->dst + r * c->dpitch, c->src + r * c->spitch, c->width))
@@ -192,12 +188,12 @@ static int meet(uintptr_t lo, uintptr_t hi, uintptr_t lo2, uintptr_t hi2) { retu
 int cb_hazard_shaped(const struct cb_iset *writes, const struct cb_iset *reads, const struct cb_shapes *shapes,
                      const struct cb_shape *c)
 {
-    if (shape_meets_sets(writes, reads, c))
+    uintptr_t dst_end = c->dst + cb_rows_span(c->width, c->height, c->dpitch);
+    uintptr_t src_end = c->src + cb_rows_span(c->width, c->height, c->spitch);
+    if (shape_meets_sets(writes, reads, c, dst_end, src_end))
         return 1;
     if (shapes->n == 0)
         return 0;
-    uintptr_t dst_end = side_end(c->dst, c->width, c->height, c->dpitch);
-    uintptr_t src_end = side_end(c->src, c->width, c->height, c->spitch);
     /* which of the three conflicts (reads a 2D copy's destination, writes
      * it, writes its source) any 2D copy's bounds allow at all */
     int raw = meet(c->src, src_end, shapes->dst_lo, shapes->dst_hi);

@@ -42,6 +42,8 @@ struct cb_shape {
     uintptr_t dst, src;
     size_t width, height, dpitch, spitch;
 };
+/* The bytes from a side's start to the end of its last row. */
+static inline size_t cb_rows_span(size_t width, size_t height, size_t pitch) { return (height - 1) * pitch + width; }
 /* The 2D copies of a run, kept whole rather than as intervals: the rows of
  * tiles of one pitched buffer interleave, so their bounding ranges overlap
  * where their rows do not.  Each with the ends of its sides' bounding ranges,
