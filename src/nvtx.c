@@ -110,7 +110,7 @@ void cb_nvtx_submit_begin(const struct cb_copies *c, size_t queued, const char *
     size_t bytes = 0;
     for (size_t i = 0; i < c->n; i++) {
         seen[hook_direction(c->hooks[i])] = 1;
-        bytes += c->sizes[i];
+        bytes += c->rows && c->rows[i].height ? c->sizes[i] * c->rows[i].height : c->sizes[i]; /* 2D: every row */
     }
     char dirs[32] = "", size[32];
     for (int d = 0; d <= CB_D_COUNT; d++)

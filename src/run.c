@@ -285,12 +285,16 @@ int cb_run_append(struct cb_run *run, const struct cb_copy_req *rq)
     if (note_footprint(run, rq))
         return -1;
     size_t i = run->q.n++;
-    if (run->q.rows)
-        run->q.rows[i] = rq->rows;
-    run->q.n2d += rq->rows.height != 0;
     run->q.dsts[i] = rq->dst;
     run->q.srcs[i] = rq->src;
-    run->q.sizes[i] = rq->rows.height ? rq->width : rq->bytes; /* a 2D copy's: its row length */
+    run->q.sizes[i] = rq->bytes;
+    if (CB_UNLIKELY(run->q.rows)) { /* the run holds 2D copies (note_footprint made the room) */
+        run->q.rows[i] = rq->rows;
+        if (rq->rows.height) {
+            run->q.n2d++;
+            run->q.sizes[i] = rq->width; /* a 2D copy's: its row length */
+        }
+    }
     run->q.hooks[i] = (unsigned char)rq->hook;
     run->q.streams[i] = rq->stream;
     run->feed.issued++;

@@ -313,6 +313,8 @@ MUTANTS = {
         "check_rules:rows"),
     "rows-ignore-their-switch": ("src/copy.c:copy2d_one()", "    else if (!cb_opt(CB_OPT_defer_2d) || !rows_of(p, &rq))",
         "    else if (!rows_of(p, &rq))", "rule 19 (CUBATCH_DEFER_2D=0)", "check_rules:rows"),
+    "rows-as-long-as-the-copy": ("src/run.c:cb_run_append()", "            run->q.sizes[i] = rq->width; /* a 2D copy's: its row length */",
+        "            (void)0;", "rule 19 (a queued 2D copy's size is its row length)", "check_rules:rows"),
     "rows-merge": ("src/run.c:merge_copy()", "    if (!cb_opt(CB_OPT_merge_adjacent) || q->n2d) {", "    if (!cb_opt(CB_OPT_merge_adjacent)) {",
         "rule 19 (a run holding 2D copies merges nothing)", "fuzz"),
 }

@@ -102,7 +102,7 @@ want() { # NAME LINE...: each LINE (without the thread id) is in the record
     for line in "$@"; do
         grep -qxF "$line" "$d/$name.plain" || { bad "$name: no '$line' in: $(cat "$d/$name.plain")"; return; }
     done
-    ok "$name: the demo's first ranges and marker"
+    ok "$name: the first ranges and marker"
 }
 
 run kernel NVTX_INJECTION64_PATH="$INJ"
@@ -129,6 +129,17 @@ fi
 run loop NVTX_INJECTION64_PATH="$INJ" CUBATCH_ENGINE=batch CUBATCH_MIN_RUN=32768 CUBATCH_MERGE_ADJACENT=0
 verify loop loop || fail=1
 want loop 'push cubatch: 32 copies H2D 128.0 KiB, loop (flush_full)'
+
+# 2D copies (rule 19): a range counts every row of its tiles (32 tiles of 8
+# rows x 192 B, the first passing as its burst's first)
+if [ ! -x "$b/tests/probe" ]; then
+    bad "tiles: no $b/tests/probe (make check builds it)"
+else
+    env LD_LIBRARY_PATH="$b/tests/sim/.libs" LD_PRELOAD="$L" CUBATCH_DEFER_2D=1 CUBATCH_FLUSH_US=1000000 \
+        NVTX_INJECTION64_PATH="$INJ" NVTXREC_FILE="$d/tiles.nvtx" "$b/tests/probe" tiles_h2d >"$d/tiles.out" 2>&1 ||
+        bad "tiles: the probe failed: $(cat "$d/tiles.out")"
+    want tiles 'push cubatch: 31 copies any 46.5 KiB, kernel (flush_stream)'
+fi
 
 run notool
 [ ! -e "$d/notool.nvtx" ] && ok "no tool attached: nothing recorded" || bad "without a tool: $(cat "$d/notool.nvtx")"
