@@ -1277,7 +1277,8 @@ END_TEST
  * lock or a clock, but is asked again once a launch may have changed it
  * (sm_busy_later: the second run, beside a filling kernel, keeps off the copy
  * kernel) and after a bounded number of copies (sm_busy_ends: the compute ends
- * after two queries, and the copies that passed through batch again). */
+ * after two queries, and the copies that passed through batch again;
+ * sm_busy_turns: the same when no copy takes the answers for a spell). */
 START_TEST(a_load_verdict_is_asked_again)
 {
     struct pair p = both("sm_busy_later", automatic);
@@ -1291,6 +1292,17 @@ START_TEST(a_load_verdict_is_asked_again)
                   stat_of(&p.shim, "pass_busy"), p.shim.stats);
     STAT_EQ(p.shim, "load_queries", 3); /* found running twice, then finished */
     STAT_GE(p.shim, "kernel_launches", 1);
+    pair_free(&p);
+    /* uploads asking with a download queued take no spell: the answers they
+     * use up are counted all the same (as shipped, then the fixed rules) */
+    p = both("sm_busy_turns", automatic);
+    pair_free(&p);
+    const char *piped[] = {"CUBATCH_ENGINE=auto", "CUBATCH_MEASURE=0", "CUBATCH_PIPELINE=1", NULL};
+    p = both("sm_busy_turns", piped);
+    STAT_EQ(p.shim, "load_queries", 3); /* found running twice, then finished */
+    STAT_GE(p.shim, "kernel_launches", 1);
+    ck_assert_msg(stat_of(&p.shim, "pass_busy") < 100, "pass_busy = %ld: the verdict was not asked again\n%s",
+                  stat_of(&p.shim, "pass_busy"), p.shim.stats);
     pair_free(&p);
 }
 END_TEST

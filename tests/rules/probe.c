@@ -1936,6 +1936,33 @@ static void sc_sm_busy_ends(void)
     CK(cuStreamSynchronize(a));
 }
 
+/* sm_busy_turns: the same compute; downloads and uploads take turns on a
+ * stream.  Each upload finds a download queued, so it asks the verdict without
+ * taking its answers for a spell (the download goes out first, and its
+ * submission asks too), 100 us of CPU work every 8 turns: the answers run out
+ * all the same, and the verdict is asked again. */
+static void sc_sm_busy_turns(void)
+{
+    enum { NB = 128 };
+    CUfunction f = compute_fn();
+    CUstream a = mkstream(CU_STREAM_NON_BLOCKING), b = mkstream(CU_STREAM_NON_BLOCKING);
+    unsigned char *in = pinned(NB * SZ), *out = pinned(NB * SZ);
+    fill(in, NB * SZ, 53);
+    CUdeviceptr d = devfilled(in, NB * SZ), e = devmem(NB * SZ);
+    compute(f, a, 8, 2);
+    for (int i = 0; i < NB; i++) {
+        CK(cuMemcpyDtoHAsync_v2(out + (size_t)i * SZ, d + (size_t)i * SZ, SZ, b));
+        CK(cuMemcpyHtoDAsync_v2(e + (size_t)i * SZ, in + (size_t)i * SZ, SZ, b));
+        if (i % 8 == 7)
+            pass_time_us(100);
+    }
+    CK(cuStreamSynchronize(b));
+    expect("downloads taking turns with uploads", out, in, NB * SZ);
+    CK(cuMemcpyDtoH_v2(out, e, NB * SZ));
+    expect("uploads taking turns with downloads", out, in, NB * SZ);
+    CK(cuStreamSynchronize(a));
+}
+
 /* Pass spells (notes.h): beside compute filling the GPU, uploads pass through,
  * the stream's later ones by the thread's spell.  A download queued on the
  * stream meanwhile (not an upload: deferred) must go before the next upload,
@@ -4043,6 +4070,7 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"sm_busy_legacy", sc_sm_busy_legacy}, {"sm_legacy_compute", sc_sm_legacy_compute},
     {"sm_destroyed", sc_sm_destroyed}, {"measured", sc_measured}, {"measured_cold", sc_measured_cold}, {"held_records", sc_held_records},
     {"sm_busy_later", sc_sm_busy_later}, {"sm_busy_ends", sc_sm_busy_ends},
+    {"sm_busy_turns", sc_sm_busy_turns},
     {"measured_unsampled", sc_measured_unsampled}, {"spell_queued", sc_spell_queued},
     {"spell_thread", sc_spell_thread}, {"spell_named", sc_spell_named},
     {"marker_sync", sc_marker_sync},   {"marker_two", sc_marker_two},     {"marker_query", sc_marker_query},
