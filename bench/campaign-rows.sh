@@ -11,7 +11,8 @@
 #   --gpu     tests/gpu/build-gpu-tests.sh DIR (probe, drv_copies, ...)
 #   --lib     the libcubatch.so to prove; --prev an earlier one for the grid
 #   --out     results: tiles.txt and tiles-stats.json (step 1), probe.txt
-#             (step 2), gpu-tests.txt (step 3), summary.md and raw.tgz (step 4)
+#             (step 2), gpu-tests.txt (step 3), summary.md and raw.tgz (step 4),
+#             chunks.csv (step 5)
 #   --rounds  rounds of step 4 (default 9); --budget its seconds (default 300)
 #
 # Steps (each prints its verdict; the first failure does not stop the rest):
@@ -24,6 +25,10 @@
 #   4. bench/campaign-43.sh --parts grid,tiles: 256 tiles against their loop of
 #      2D copies (issue 43: at least 5x) and one cuMemcpy3DBatchAsync (no
 #      slower), and the copy grid against --prev (the 1D path no slower)
+#   5. 1024 contiguous 4 KiB copies each way against one 4 MiB copy, the run
+#      cut as today, in fixed chunks of 64, 128, 256 (CUBATCH_MAX_BATCH), or
+#      whole (CUBATCH_PIPELINE=0), 7 rounds (chunks.csv; about 40 s): the
+#      question rule 18 leaves open
 # Exit: 0 all passed, 1 a step failed, 2 usage, 77 no GPU.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -96,5 +101,41 @@ timeout $((budget + 30)) bash "$here/campaign-43.sh" --bin "$bin" --lib "$lib" $
 mv "$out/c43/summary.md" "$out/summary.md" 2>/dev/null
 mv "$out/c43/raw.tgz" "$out/raw.tgz" 2>/dev/null
 sed -n '/^## Copy grid/,/^## KV/p;/^## 2D tiles/,/^## Launch/p' "$out/summary.md" | head -60
+stamp "5. the chunks of a contiguous run (design notes, rule 18, Open)"
+# 1024 contiguous 4 KiB copies each way, merged, over one 4 MiB copy in the
+# same process, as the run is cut today (32, then 4 times as many), in fixed
+# chunks (CUBATCH_MAX_BATCH: a run this long goes out) or whole
+# (CUBATCH_PIPELINE=0); "default2" is the A/A column.  Configurations rotate.
+chunk_cfgs=(default default2 max64 max128 max256 whole)
+: >"$out/chunks.csv"
+for r in 1 2 3 4 5 6 7; do
+    n=${#chunk_cfgs[@]}
+    for ((k = 0; k < n; k++)); do
+        c=${chunk_cfgs[$(((k + r) % n))]}
+        set -- LD_PRELOAD="$lib"
+        case $c in max*) set -- "$@" CUBATCH_MAX_BATCH="${c#max}" ;; whole) set -- "$@" CUBATCH_PIPELINE=0 ;; esac
+        env "$@" taskset -c 3 "$bin/bench_copies" -r 9 -w 2 -m loop -l contiguous h2d:1024:4K d2h:1024:4K \
+            -m single h2d:1:4M d2h:1:4M 2>>"$out/chunks.err" | grep -v '^#' | sed "s/^/$c,$r,/" >>"$out/chunks.csv" ||
+            rc=1
+    done
+done
+python3 - "$out/chunks.csv" <<'PY'
+import collections, statistics, sys
+t = collections.defaultdict(dict)  # (config, round, dir) -> mode -> median us
+for line in open(sys.argv[1]):
+    f = line.strip().split(",")
+    if len(f) < 9 or f[2] == "mode":
+        continue
+    t[(f[0], f[1], f[4])][f[2]] = float(f[8])
+print("| config | dir | loop of 1024 x 4 KiB / one 4 MiB copy, median (min-max) over rounds | loop us |")
+print("| --- | --- | --- | ---: |")
+for c in ("default", "default2", "max64", "max128", "max256", "whole"):
+    for d in ("h2d", "d2h"):
+        fr = [v["single"] / v["loop"] for (cc, _, dd), v in t.items() if cc == c and dd == d and "loop" in v and "single" in v]
+        us = [v["loop"] for (cc, _, dd), v in t.items() if cc == c and dd == d and "loop" in v]
+        if fr:
+            print("| %s | %s | %.2f (%.2f-%.2f) | %.1f |" % (c, d, statistics.median(fr), min(fr), max(fr), statistics.median(us)))
+PY
+
 stamp "done, exit $rc"
 exit $rc
