@@ -109,6 +109,21 @@ CB_KSTATIC_ASSERT(sizeof(struct cb_kparams) <= CB_KPARAMS_LIMIT,
                   "cb_kparams must fit the 32,764-byte kernel parameter limit");
 CB_KSTATIC_ASSERT(sizeof(struct cb_kparams) == 32648, "1360 descriptors: 32,648 bytes");
 #define CB_KTIER_FITS_OLD(cap, name) || CB_KPARAMS_BYTES(cap) <= 4096u
+/* The blocks of a launch of `slots` descriptors on a device of `sms`
+ * multiprocessors: one a descriptor, at most one an SM.  Block b takes
+ * descriptors b, b + grid, b + 2 grid, ... (copy_kernel.cu).  A 2D copy's
+ * second descriptor is work for no block, so a launch holding 2D copies
+ * (rows != 0) gets an odd grid: a block's descriptors then alternate between
+ * even and odd slots, where with an even grid every block of odd index would
+ * find only second descriptors in a run of 2D copies, and half the grid idle. */
+static inline unsigned cb_kgrid(size_t slots, unsigned sms, int rows)
+{
+    unsigned grid = slots < sms ? (unsigned)slots : sms;
+    if (rows && grid > 1 && grid % 2 == 0)
+        grid--;
+    return grid;
+}
+
 CB_KSTATIC_ASSERT(0 CB_KTIERS(CB_KTIER_FITS_OLD), "a tier fits the 4,096 bytes of older drivers");
 #undef CB_KTIER_FITS_OLD
 /* Every tier fits the limit, and none holds more than struct cb_kparams (the

@@ -188,7 +188,7 @@ CUresult cb_kernel_engine_submit(const struct cb_copies *c, size_t off, size_t n
     while (cb_tiers[t].capacity < slots)
         t++;
     void *params[] = {kp};
-    unsigned grid = slots < (size_t)k.sms ? (unsigned)slots : (unsigned)k.sms;
+    unsigned grid = cb_kgrid(slots, (unsigned)k.sms, c->n2d != 0);
     CUfunction fn = c->n2d ? k.fn_rows[t] : k.fn[t];
     CUresult rc = cb_drv.cuLaunchKernel(fn, grid, 1, 1, CB_KBLOCK_DEFAULT, 1, 1, 0, stream, params, NULL);
     if (rc == CUDA_SUCCESS) {

@@ -315,6 +315,8 @@ MUTANTS = {
         "    else if (!rows_of(p, &rq))", "rule 19 (CUBATCH_DEFER_2D=0)", "check_rules:rows"),
     "rows-as-long-as-the-copy": ("src/run.c:cb_run_append()", "            run->q.sizes[i] = rq->width; /* a 2D copy's: its row length */",
         "            (void)0;", "rule 19 (a queued 2D copy's size is its row length)", "check_rules:rows"),
+    "rows-even-grid": ("src/copy_kernel.h:cb_kgrid()", "    if (rows && grid > 1 && grid % 2 == 0)", "    if (rows && 0)",
+        "rule 19 (a launch of 2D copies: every block its share)", "check_kernel_cpu"),
     "rows-merge": ("src/run.c:merge_copy()", "    if (!cb_opt(CB_OPT_merge_adjacent) || q->n2d) {", "    if (!cb_opt(CB_OPT_merge_adjacent)) {",
         "rule 19 (a run holding 2D copies merges nothing)", "fuzz"),
 }
@@ -324,7 +326,7 @@ MUTANTS = {
 CI_SUBSET = ["capture-ignored", "pageable-deferred", "first-copy-deferred",
              "event-observer-does-not-flush", "no-exit-flush", "net-trampoline-does-not-flush"]
 
-TESTS = ("check_rules", "check_units", "check_hooks_complete", "check_flush_table", "fuzz")
+TESTS = ("check_rules", "check_units", "check_hooks_complete", "check_flush_table", "check_kernel_cpu", "fuzz")
 
 
 # ---- anchors -----------------------------------------------------------------------
@@ -537,6 +539,10 @@ def run_tests(src, build, which):
                 fails += [f"{t}:{c}" for c in cases] or [t]
         elif t in ("check_hooks_complete", "check_flush_table"):
             if sh(f"sh '{src}/tests/table/{t}.sh' >/dev/null 2>&1", cwd=build, env=e).returncode:
+                fails.append(t)
+        elif t == "check_kernel_cpu":
+            if sh(f"sh '{src}/tests/kernel/check_kernel_cpu.sh' >/dev/null 2>&1", cwd=build,
+                  env=dict(e, srcdir=str(src))).returncode:
                 fails.append(t)
         elif t == "fuzz":
             r = sh(f"sh '{src}/tests/fuzz/run-fuzz.sh' --seeds 1-300 --seconds 20 --save '{build}/fuzz-regressions' 2>&1",

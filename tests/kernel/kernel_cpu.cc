@@ -2,7 +2,8 @@
 // block after block and thread after thread, against random runs of 1D and
 // 2D descriptors (copy_kernel.h): every destination byte right, every other
 // byte untouched, every access inside its copy (built with AddressSanitizer
-// and UBSan by check_kernel_cpu.sh).  The kernel's threads share nothing and
+// and UBSan by check_kernel_cpu.sh); and that the grid the library launches
+// for 2D copies gives every block its share of them.  The kernel's threads share nothing and
 // never synchronize, so running them one after another executes exactly what
 // each does on a GPU; what this cannot see is the hardware: a GPU run proves
 // that (bench/campaign-rows.sh).
@@ -20,9 +21,41 @@ static uint64_t rs = 88172645463325252ull;
 static uint64_t rnd() { rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17; return rs; }
 static size_t rn(size_t n) { return (size_t)(rnd() % n); }
 
+/* The grid the library launches (cb_kgrid) for runs of n 2D copies, on
+ * devices of several SM counts: as many blocks take a 2D copy as can (one
+ * each while the copies are fewer than the blocks), and none takes more than
+ * its share, rounded up (block b takes slots b, b + grid, ..., as cb_copy_run
+ * does).  Returns the runs that fail. */
+static long check_grid(void)
+{
+    static const unsigned sms[] = {132, 144, 78, 16, 7, 2, 1};
+    long bad = 0;
+    for (unsigned s : sms)
+        for (unsigned n = 1; 2 * n <= CB_KPARAMS_MAX; n++) {
+            const unsigned slots = 2 * n, grid = cb_kgrid(slots, s, 1);
+            unsigned busy = 0, most = 0; /* blocks given a first descriptor; the most one is given */
+            for (unsigned b = 0; b < grid; b++) {
+                unsigned firsts = 0;
+                for (unsigned w = b; w < slots; w += grid)
+                    firsts += w % 2 == 0;
+                busy += firsts > 0;
+                most = std::max(most, firsts);
+            }
+            const unsigned can = std::min(n, grid); /* blocks that can have one */
+            if (grid == 0 || busy != can || most != (n + can - 1) / can) {
+                if (++bad <= 5)
+                    printf("grid: %u 2D copies on %u SMs: %u blocks, %u of them busy, one with %u\n", n, s, grid,
+                           busy, most);
+            }
+        }
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     const long trials = argc > 1 ? atol(argv[1]) : 1500;
+    const long bad_grids = check_grid();
+    printf("kernel_cpu: grids of 2D runs: %ld unbalanced\n", bad_grids);
     const size_t SZ = 1 << 20;
     std::vector<unsigned char> src(SZ), dst(SZ), want(SZ), used(SZ);
     static cb_kparams kp;
@@ -84,5 +117,5 @@ int main(int argc, char **argv)
             printf("trial %ld: wrong bytes (%u descriptors, %u blocks of %u threads)\n", t, slots, blocks, threads);
     }
     printf("kernel_cpu: %ld trials, %ld wrong\n", trials, wrong);
-    return wrong != 0;
+    return wrong != 0 || bad_grids != 0;
 }
