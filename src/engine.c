@@ -284,19 +284,10 @@ static void covered(const struct cb_copies *c, const struct cb_copies *mine, siz
     *to = off + n < mine->n ? c->merged.first[off + n] : c->n;
 }
 
-/* Every copy of c: on the side stream, or (side NULL) on the run's own stream. */
-static CUresult submit_on(const struct cb_copies *c, struct cb_stream_facts *f, CUstream side)
+/* The copies of c through engine e, as `mine` (c or its merged view) holds them. */
+static CUresult submit_through(const struct cb_copies *c, const struct cb_copies *mine, const struct cb_engine *e,
+                               struct cb_stream_facts *f, CUstream side)
 {
-    check_load(c, f);
-    struct cb_copies merged;
-    const struct cb_copies *view = merged_view(c, &merged);
-    const struct cb_engine *e = cb_engines;
-    while (!e->takes(e->merges ? view : c, f))
-        e++;
-    const struct cb_copies *mine = e->merges ? view : c;
-    if (mine != c)
-        CB_COUNT_N(copies_merged, c->n - mine->n);
-    cb_nvtx_submit_begin(mine, c->n, e->name); /* a profiler's range for this submission (nvtx.c) */
     CUstream own = cb_facts_handle(f);
     CUstream stream = side ? side : e->per_copy_streams ? NULL : own;
     CUresult first = CUDA_SUCCESS;
@@ -314,9 +305,69 @@ static CUresult submit_on(const struct cb_copies *c, struct cb_stream_facts *f, 
             rc = replay(e, c, from, to - from, side, rc);
         first = cb_first_error(first, rc);
     }
+    return first;
+}
+
+/* Copies [a, b) of c as a queue of their own (markers aside: the run's go
+ * out after all its copies). */
+static struct cb_copies stretch(const struct cb_copies *c, size_t a, size_t b)
+{
+    struct cb_copies part = *c;
+    part.dsts += a;
+    part.srcs += a;
+    part.sizes += a;
+    part.hooks += a;
+    part.streams += a;
+    part.n = b - a;
+    part.rows = c->rows ? c->rows + a : NULL;
+    part.n2d = 0;
+    for (size_t i = a; c->rows && i < b; i++)
+        part.n2d += c->rows[i].height != 0;
+    part.merged.n = 0; /* a run holding 2D copies merges nothing */
+    part.nmarks = 0;
+    return part;
+}
+
+/* A run holding 2D copies that the copy kernel does not take (rule 19): the
+ * loop alone takes its 2D copies, so each stretch of 1D copies between them
+ * goes out as a run of its own, through the engine that takes that, and each
+ * 2D copy through the loop, in the order they were queued. */
+static CUresult submit_stretches(const struct cb_copies *c, struct cb_stream_facts *f, CUstream side)
+{
+    CUresult first = CUDA_SUCCESS;
+    for (size_t a = 0, b; a < c->n; a = b) {
+        b = a + 1;
+        if (!c->rows[a].height)
+            while (b < c->n && !c->rows[b].height)
+                b++;
+        struct cb_copies part = stretch(c, a, b);
+        const struct cb_engine *e = cb_engines;
+        while (!e->takes(&part, f))
+            e++;
+        first = cb_first_error(first, submit_through(&part, &part, e, f, side));
+    }
+    return first;
+}
+
+/* Every copy of c: on the side stream, or (side NULL) on the run's own stream. */
+static CUresult submit_on(const struct cb_copies *c, struct cb_stream_facts *f, CUstream side)
+{
+    check_load(c, f);
+    struct cb_copies merged;
+    const struct cb_copies *view = merged_view(c, &merged);
+    const struct cb_engine *e = cb_engines;
+    while (!e->takes(e->merges ? view : c, f))
+        e++;
+    const struct cb_copies *mine = e->merges ? view : c;
+    if (mine != c)
+        CB_COUNT_N(copies_merged, c->n - mine->n);
+    int apart = e->takes == loop_takes && c->n2d && c->n2d < c->n;
+    cb_nvtx_submit_begin(mine, c->n, apart ? "batch+loop" : e->name); /* a profiler's range (nvtx.c) */
+    CUresult first = apart ? submit_stretches(c, f, side) : submit_through(c, mine, e, f, side);
     cb_nvtx_submit_end();
     return first;
 }
+
 
 /* Rule 15: a run with two or more markers of timing-free events records one
  * pooled cubatch event in place of theirs (ctx current); NULL: each its own. */

@@ -47,7 +47,7 @@ if len(rows) < 2 or not marked:
 counters = json.load(open(rep))["counters"]
 flushes = sum(v for k, v in counters.items() if k.startswith("flush_"))
 text = re.compile(r"^cubatch: (\d+) cop(y|ies) ((H2D|D2H|D2D|H2H|any)(\+(H2D|D2H|D2D|H2H|any))*) "
-                  r"\d+(\.\d)? (B|KiB|MiB|GiB)(?P<merged> merged into \d+)?, (?P<engine>kernel|batch|loop) "
+                  r"\d+(\.\d)? (B|KiB|MiB|GiB)(?P<merged> merged into \d+)?, (?P<engine>kernel|batch|loop|batch\+loop) "
                   r"\((?P<why>flush_[a-z]+)\)$")
 open_, ranges, marks, errors, last_mark = {}, [], 0, [], {}
 for ln in lines:

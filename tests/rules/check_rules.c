@@ -2454,6 +2454,24 @@ START_TEST(what_the_copy_kernel_cannot_take_passes_through)
 }
 END_TEST
 
+START_TEST(tiles_among_copies_the_kernel_does_not_take)
+{
+    /* 8 uploads of 512 KiB (deferred, too long for the copy kernel), 32
+     * tiles, 8 more uploads: the run (cut at 32 copies) does not go to the
+     * kernel, and only the loop takes 2D copies; the uploads between them go
+     * out as batches of their own all the same (7, then 8), the tiles one by one */
+    const char *on[] = {ROWS_ON, NULL};
+    struct pair p = pair_of("tiles_big", CB_SHIPPED, on);
+    STAT_EQ(p.shim, "deferred", 47);
+    STAT_EQ(p.shim, "kernel_launches", 0);
+    STAT_EQ(p.shim, "batches", 2);
+    STAT_EQ(p.shim, "batched_copies", 15);
+    STAT_EQ(p.shim, "singles", 32);
+    ck_assert_int_eq(num_of(&p.shim, "rows_calls: "), 32);
+    pair_free(&p);
+}
+END_TEST
+
 START_TEST(one_row_and_empty_2d_copies)
 {
     /* rows of one: deferred as 2D copies; no rows: passed (they touch nothing) */
@@ -2517,7 +2535,8 @@ int main(void)
                              runs_of_adjacent_blocks_merge_for_the_copy_engines, what_lies_between_keeps_copies_apart,
                              a_refused_merged_copy_is_replayed_as_the_programs_copies)},
         {"rows", TH_TESTS(as_shipped_2d_copies_pass_through, tiles_go_out_in_one_launch, overlapping_rows_keep_their_order,
-                          what_the_copy_kernel_cannot_take_passes_through, one_row_and_empty_2d_copies,
+                          what_the_copy_kernel_cannot_take_passes_through, tiles_among_copies_the_kernel_does_not_take,
+                          one_row_and_empty_2d_copies,
                           a_refused_launch_replays_the_2d_copies)},
         {"interposition", TH_TESTS(every_path_reaches_the_right_wrapper)},
         {"markers", TH_TESTS(records_join_the_run, every_observer_submits_the_marker,

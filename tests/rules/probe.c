@@ -3849,7 +3849,7 @@ static void sc_merge_own_error(void) { merge_copies(MS_OWN_ERROR); }
  * through X/Y offsets, as tiling code does. */
 enum { T_COLS = 8, T_ROWS = 4, T_H = 8, T_W = 192, T_DP = 1600, T_HP = 2048, T_N = T_COLS * T_ROWS };
 enum tile_case { TC_H2D, TC_D2H, TC_D2D, TC_UNIFIED, TC_HAZARD, TC_MIXED, TC_PAGEABLE, TC_ERRORS, TC_LEGACY,
-                 TC_PTDS, TC_CAPTURE, TC_ONE_ROW };
+                 TC_PTDS, TC_CAPTURE, TC_ONE_ROW, TC_BIG };
 
 /* A description of tile t: from (base src, its type, pitch) to (dst ...). */
 static CUDA_MEMCPY2D tile_desc(unsigned t, CUmemorytype st, uintptr_t src, size_t sp, CUmemorytype dt, uintptr_t dst,
@@ -3913,6 +3913,15 @@ static void tiles(enum tile_case tc)
         CK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
     unsigned long before = sim_count("cuMemcpy2DAsync_v2") + sim_count("cuMemcpy2DAsync_v2_ptsz");
     CUresult first = CUDA_SUCCESS;
+    /* TC_BIG: uploads of 512 KiB, deferred but too long for the copy kernel,
+     * before the tiles and after them: the run goes to the engines in stretches */
+    enum { BIG = 512 * 1024, NBIG = 8 };
+    unsigned char *bh = tc == TC_BIG ? pinned(2 * NBIG * (size_t)BIG) : NULL;
+    CUdeviceptr bd = tc == TC_BIG ? devmem(2 * NBIG * (size_t)BIG) : 0;
+    if (bh)
+        fill(bh, 2 * NBIG * (size_t)BIG, 94);
+    for (unsigned i = 0; bh && i < NBIG; i++)
+        CK(cuMemcpyHtoDAsync_v2(bd + (size_t)i * BIG, bh + (size_t)i * BIG, BIG, s));
     for (unsigned k = 0; k < T_N; k++) {
         unsigned t = k * 13 % T_N; /* scattered: neighbours' rows interleave in the run */
         CUDA_MEMCPY2D c;
@@ -3990,6 +3999,8 @@ static void tiles(enum tile_case tc)
             memcpy(want_d + y * T_DP + T_COLS * T_W, h + 300, T_DP - T_COLS * T_W);
         }
     }
+    for (unsigned i = NBIG; bh && i < 2 * NBIG; i++)
+        CK(cuMemcpyHtoDAsync_v2(bd + (size_t)i * BIG, bh + (size_t)i * BIG, BIG, s));
     if (tc == TC_CAPTURE) {
         CK(cuStreamEndCapture(s, &g));
         CUgraphExec ge;
@@ -4011,6 +4022,14 @@ static void tiles(enum tile_case tc)
         expect("2D copies to e", got, want_e, dbytes);
         if (tc == TC_UNIFIED)
             expect("2D copies' host sources", h, want_h, hbytes);
+    }
+    if (bh) {
+        unsigned char *back = malloc(2 * NBIG * (size_t)BIG);
+        CK(cuMemcpyDtoH_v2(back, bd, 2 * NBIG * (size_t)BIG));
+        expect("uploads beside the tiles", back, bh, 2 * NBIG * (size_t)BIG);
+        free(back);
+        CK(cuMemFree_v2(bd));
+        CK(cuMemFreeHost(bh));
     }
     if (s)
         CK(cuStreamDestroy_v2(s));
@@ -4039,6 +4058,7 @@ static void sc_tiles_legacy(void) { tiles(TC_LEGACY); }
 static void sc_tiles_ptds(void) { tiles(TC_PTDS); }
 static void sc_tiles_capture(void) { tiles(TC_CAPTURE); }
 static void sc_tiles_one_row(void) { tiles(TC_ONE_ROW); }
+static void sc_tiles_big(void) { tiles(TC_BIG); }
 
 static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"basic", sc_basic},           {"chain", sc_chain},
@@ -4112,6 +4132,7 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"tiles_unified", sc_tiles_unified}, {"tiles_hazard", sc_tiles_hazard}, {"tiles_mixed", sc_tiles_mixed},
     {"tiles_pageable", sc_tiles_pageable}, {"tiles_errors", sc_tiles_errors}, {"tiles_legacy", sc_tiles_legacy},
     {"tiles_ptds", sc_tiles_ptds}, {"tiles_capture", sc_tiles_capture}, {"tiles_one_row", sc_tiles_one_row},
+    {"tiles_big", sc_tiles_big},
 };
 
 int main(int argc, char **argv)
