@@ -2472,6 +2472,22 @@ START_TEST(tiles_among_copies_the_kernel_does_not_take)
 }
 END_TEST
 
+START_TEST(two_d_copies_that_continue_each_other_never_merge)
+{
+    /* packed 2D copies, each continuing the one before on both sides,
+     * downloaded beside compute filling the GPU: the run goes to the loop,
+     * each as it came (rule 18 merges nothing in a run holding 2D copies) */
+    const char *on[] = {ROWS_ON, NULL};
+    struct pair p = pair_of("tiles_packed", CB_SHIPPED, on);
+    STAT_EQ(p.shim, "deferred", 15);
+    STAT_EQ(p.shim, "kernel_launches", 0);
+    STAT_EQ(p.shim, "copies_merged", 0);
+    STAT_EQ(p.shim, "singles", 15);
+    STAT_EQ(p.shim, "replayed", 0);
+    pair_free(&p);
+}
+END_TEST
+
 START_TEST(one_row_and_empty_2d_copies)
 {
     /* rows of one: deferred as 2D copies; no rows: passed (they touch nothing) */
@@ -2536,7 +2552,7 @@ int main(void)
                              a_refused_merged_copy_is_replayed_as_the_programs_copies)},
         {"rows", TH_TESTS(as_shipped_2d_copies_pass_through, tiles_go_out_in_one_launch, overlapping_rows_keep_their_order,
                           what_the_copy_kernel_cannot_take_passes_through, tiles_among_copies_the_kernel_does_not_take,
-                          one_row_and_empty_2d_copies,
+                          two_d_copies_that_continue_each_other_never_merge, one_row_and_empty_2d_copies,
                           a_refused_launch_replays_the_2d_copies)},
         {"interposition", TH_TESTS(every_path_reaches_the_right_wrapper)},
         {"markers", TH_TESTS(records_join_the_run, every_observer_submits_the_marker,

@@ -4046,6 +4046,47 @@ static void tiles(enum tile_case tc)
     free(init_d);
     free(init_e);
 }
+/* tiles_packed: 2D copies whose rows are packed (pitch = width on both
+ * sides), each starting where the one before ends, downloaded beside compute
+ * that fills the GPU: the run keeps off the copy kernel and goes to the loop,
+ * where each must go out as it came (rule 18 merges nothing in a run holding
+ * 2D copies, though these continue each other). */
+static void sc_tiles_packed(void)
+{
+    enum { NT = 16, W = 256, H = 8 };
+    const size_t each = (size_t)W * H, bytes = NT * each;
+    CUfunction f = compute_fn();
+    CUstream a = mkstream(CU_STREAM_NON_BLOCKING), s = mkstream(CU_STREAM_NON_BLOCKING);
+    unsigned char *h = pinned(bytes), *want = malloc(bytes);
+    fill(want, bytes, 95);
+    memset(h, 0, bytes);
+    CUdeviceptr d = devfilled(want, bytes);
+    compute(f, a, 8, 1u << 30);
+    for (unsigned k = 0; k < NT; k++) {
+        CUDA_MEMCPY2D c;
+        memset(&c, 0, sizeof c);
+        c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+        c.srcDevice = d + k * each;
+        c.srcPitch = W;
+        c.dstMemoryType = CU_MEMORYTYPE_HOST;
+        c.dstHost = h + k * each;
+        c.dstPitch = W;
+        c.WidthInBytes = W;
+        c.Height = H;
+        CUresult rc = cuMemcpy2DAsync_v2(&c, s);
+        if (rc)
+            printf("rc: packed tile %u %d\n", k, (int)rc);
+    }
+    CUresult rc = cuStreamSynchronize(s);
+    printf("rc: sync %d\n", (int)rc);
+    expect("packed 2D copies", h, want, bytes);
+    CK(cuStreamSynchronize(a));
+    CK(cuStreamDestroy_v2(s));
+    CK(cuStreamDestroy_v2(a));
+    CK(cuMemFree_v2(d));
+    CK(cuMemFreeHost(h));
+    free(want);
+}
 static void sc_tiles_h2d(void) { tiles(TC_H2D); }
 static void sc_tiles_d2h(void) { tiles(TC_D2H); }
 static void sc_tiles_d2d(void) { tiles(TC_D2D); }
@@ -4132,7 +4173,7 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"tiles_unified", sc_tiles_unified}, {"tiles_hazard", sc_tiles_hazard}, {"tiles_mixed", sc_tiles_mixed},
     {"tiles_pageable", sc_tiles_pageable}, {"tiles_errors", sc_tiles_errors}, {"tiles_legacy", sc_tiles_legacy},
     {"tiles_ptds", sc_tiles_ptds}, {"tiles_capture", sc_tiles_capture}, {"tiles_one_row", sc_tiles_one_row},
-    {"tiles_big", sc_tiles_big},
+    {"tiles_big", sc_tiles_big}, {"tiles_packed", sc_tiles_packed},
 };
 
 int main(int argc, char **argv)
