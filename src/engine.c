@@ -334,6 +334,7 @@ static struct cb_copies stretch(const struct cb_copies *c, size_t a, size_t b)
  * 2D copy through the loop, in the order they were queued. */
 static CUresult submit_stretches(const struct cb_copies *c, struct cb_stream_facts *f, CUstream side)
 {
+    CB_ASSERT(c->rows && c->n2d > 0); /* the rows of a run holding 2D copies are kept (run.c) */
     CUresult first = CUDA_SUCCESS;
     for (size_t a = 0, b; a < c->n; a = b) {
         b = a + 1;
@@ -367,7 +368,6 @@ static CUresult submit_on(const struct cb_copies *c, struct cb_stream_facts *f, 
     cb_nvtx_submit_end();
     return first;
 }
-
 
 /* Rule 15: a run with two or more markers of timing-free events records one
  * pooled cubatch event in place of theirs (ctx current); NULL: each its own. */
