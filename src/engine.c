@@ -308,8 +308,9 @@ static CUresult submit_through(const struct cb_copies *c, const struct cb_copies
     return first;
 }
 
-/* Copies [a, b) of c as a queue of their own (markers aside: the run's go
- * out after all its copies). */
+/* Copies [a, b) of c, a run holding 2D copies, as a queue of their own
+ * (markers aside: the run's go out after all its copies): 1D copies, or one
+ * 2D copy. */
 static struct cb_copies stretch(const struct cb_copies *c, size_t a, size_t b)
 {
     struct cb_copies part = *c;
@@ -319,10 +320,9 @@ static struct cb_copies stretch(const struct cb_copies *c, size_t a, size_t b)
     part.hooks += a;
     part.streams += a;
     part.n = b - a;
-    part.rows = c->rows ? c->rows + a : NULL;
-    part.n2d = 0;
-    for (size_t i = a; c->rows && i < b; i++)
-        part.n2d += c->rows[i].height != 0;
+    part.rows = c->rows + a;
+    part.n2d = c->rows[a].height != 0;
+    CB_ASSERT(part.n2d == 0 || part.n == 1);
     part.merged.n = 0; /* a run holding 2D copies merges nothing */
     part.nmarks = 0;
     return part;

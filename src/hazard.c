@@ -89,7 +89,6 @@ static int64_t floor_div(int64_t x, int64_t p)
     return x >= -p ? -1 : -((-x + p - 1) / p);
 }
 
-
 /* The range [x, x + len) against rows of w bytes, p apart, from base (h rows,
  * w <= p when h > 1): the row that could meet it first is the one x falls in
  * or the next. */
