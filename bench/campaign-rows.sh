@@ -115,10 +115,12 @@ for r in 1 2 3 4 5 6 7; do
         set -- LD_PRELOAD="$lib"
         case $c in max*) set -- "$@" CUBATCH_MAX_BATCH="${c#max}" ;; whole) set -- "$@" CUBATCH_PIPELINE=0 ;; esac
         env "$@" taskset -c 3 "$bin/bench_copies" -r 9 -w 2 -m loop -l contiguous h2d:1024:4K d2h:1024:4K \
-            -m single h2d:1:4M d2h:1:4M 2>>"$out/chunks.err" | grep -v '^#' | sed "s/^/$c,$r,/" >>"$out/chunks.csv" ||
-            rc=1
+            -m single h2d:1:4M d2h:1:4M >"$out/chunks.one" 2>>"$out/chunks.err" ||
+            { echo "campaign-rows: bench_copies ($c, round $r) exit $? (wrong bytes or an error)"; rc=1; }
+        sed "/^#/d; s/^/$c,$r,/" "$out/chunks.one" >>"$out/chunks.csv"
     done
 done
+rm -f "$out/chunks.one"
 python3 - "$out/chunks.csv" <<'PY'
 import collections, statistics, sys
 t = collections.defaultdict(dict)  # (config, round, dir) -> mode -> median us
