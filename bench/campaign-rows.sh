@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# campaign-rows.sh - what rule 19 (2D copies, CUBATCH_DEFER_2D=1) needs from a
-# GPU before it may be switched on as shipped, in one device call of about 9
-# minutes.  Every cubatch process runs with CUBATCH_DEFER_2D=1 (exported: the
-# plain processes ignore it, an older library warns about it).
+# campaign-rows.sh - what rule 19 (2D copies, on as shipped) needs from a GPU,
+# in one device call of about 9 minutes.  Every cubatch process runs with
+# CUBATCH_DEFER_2D=1 (exported, so that a library from before 2D copies were
+# on as shipped is proven too: the plain processes ignore it, an older library
+# warns about it).
 #
 #   campaign-rows.sh --bin DIR --gpu DIR --lib PATH --out DIR [--prev PATH]
 #                    [--rounds N] [--budget SECONDS]

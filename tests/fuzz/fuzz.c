@@ -2602,10 +2602,10 @@ static int seed_env(uint64_t seed, char env[][96], int max)
      * through cuLaunchHostFunc_v2 and a function no table names (the net). */
     if (pct(50))
         snprintf(env[k++], 96, "CUSIM_DRIVER_VERSION=13060");
-    /* 2D copies deferred (rule 19; off as shipped until the GPU has run the
-     * copy kernel's rows) in most seeds, passed through in the others. */
-    if (pct(80))
-        snprintf(env[k++], 96, "CUBATCH_DEFER_2D=1");
+    /* 2D copies deferred (rule 19, as shipped) in most seeds, passed through
+     * in the others. */
+    if (!pct(80))
+        snprintf(env[k++], 96, "CUBATCH_DEFER_2D=0");
     (void)max;
     rng_state = save;
     return k;

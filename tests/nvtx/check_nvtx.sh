@@ -135,7 +135,7 @@ want loop 'push cubatch: 32 copies H2D 128.0 KiB, loop (flush_full)'
 if [ ! -x "$b/tests/probe" ]; then
     bad "tiles: no $b/tests/probe (make check builds it)"
 else
-    env LD_LIBRARY_PATH="$b/tests/sim/.libs" LD_PRELOAD="$L" CUBATCH_DEFER_2D=1 CUBATCH_FLUSH_US=1000000 \
+    env LD_LIBRARY_PATH="$b/tests/sim/.libs" LD_PRELOAD="$L" CUBATCH_FLUSH_US=1000000 \
         NVTX_INJECTION64_PATH="$INJ" NVTXREC_FILE="$d/tiles.nvtx" "$b/tests/probe" tiles_h2d >"$d/tiles.out" 2>&1 ||
         bad "tiles: the probe failed: $(cat "$d/tiles.out")"
     want tiles 'push cubatch: 31 copies any 46.5 KiB, kernel (flush_stream)'

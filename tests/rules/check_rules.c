@@ -2369,14 +2369,13 @@ END_TEST
 
 /* ---- rule 19: 2D copies ------------------------------------------------------------------- */
 
-/* 2D copies are deferred only with CUBATCH_DEFER_2D=1 (off as shipped until a
- * GPU has run the copy kernel's rows): every test but the first sets it, and
- * runs as cubatch ships otherwise. */
-#define ROWS_ON "CUBATCH_DEFER_2D=1"
+/* 2D copies are deferred as shipped: every test but the first runs as cubatch
+ * ships, and the first switches them off. */
 
-START_TEST(as_shipped_2d_copies_pass_through)
+START_TEST(switched_off_2d_copies_pass_through)
 {
-    struct pair p = pair_of("tiles_h2d", CB_SHIPPED, NULL);
+    const char *off[] = {"CUBATCH_DEFER_2D=0", NULL};
+    struct pair p = pair_of("tiles_h2d", CB_SHIPPED, off);
     STAT_EQ(p.shim, "copies_2d", 32);
     STAT_EQ(p.shim, "deferred", 0);
     STAT_EQ(p.shim, "pass_rows", 32);
@@ -2391,9 +2390,8 @@ START_TEST(tiles_go_out_in_one_launch)
      * interleave): the first passes (rule 8), the other 31 are one launch of
      * the copy kernel, on every kind of stream and memory type */
     const char *sc[] = {"tiles_h2d", "tiles_d2h", "tiles_d2d", "tiles_unified", "tiles_ptds", "tiles_legacy"};
-    const char *on[] = {ROWS_ON, NULL};
     for (size_t i = 0; i < sizeof sc / sizeof sc[0]; i++) {
-        struct pair p = pair_of(sc[i], CB_SHIPPED, on);
+        struct pair p = pair_of(sc[i], CB_SHIPPED, NULL);
         STAT_EQ(p.shim, "copies_2d", 32);
         STAT_EQ(p.shim, "deferred", 31);
         STAT_EQ(p.shim, "kernel_launches", 1);
@@ -2412,12 +2410,11 @@ START_TEST(overlapping_rows_keep_their_order)
     /* read after write and write after write between 2D copies, and between
      * 2D and 1D copies: each such pair is a flush, and only those (a 1D copy
      * into the gap beside a tile's rows is no hazard) */
-    const char *on[] = {ROWS_ON, NULL};
-    struct pair p = pair_of("tiles_hazard", CB_SHIPPED, on);
+    struct pair p = pair_of("tiles_hazard", CB_SHIPPED, NULL);
     STAT_EQ(p.shim, "flush_hazard", 24);
     STAT_GE(p.shim, "kernel_launches", 8);
     pair_free(&p);
-    p = pair_of("tiles_mixed", CB_SHIPPED, on);
+    p = pair_of("tiles_mixed", CB_SHIPPED, NULL);
     STAT_EQ(p.shim, "flush_hazard", 10);
     STAT_EQ(p.shim, "deferred", 51);
     pair_free(&p);
@@ -2426,27 +2423,26 @@ END_TEST
 
 START_TEST(what_the_copy_kernel_cannot_take_passes_through)
 {
-    const char *on[] = {ROWS_ON, NULL};
     /* pageable host memory */
-    struct pair p = pair_of("tiles_pageable", CB_SHIPPED, on);
+    struct pair p = pair_of("tiles_pageable", CB_SHIPPED, NULL);
     STAT_EQ(p.shim, "pass_pageable", 32);
     STAT_EQ(p.shim, "deferred", 0);
     ck_assert_int_eq(num_of(&p.shim, "rows_calls: "), 32);
     pair_free(&p);
     /* a width over the pitch, an array (the driver's errors at the call, as
      * without cubatch), rows past the allocation's end; the rest batch */
-    p = pair_of("tiles_errors", CB_SHIPPED, on);
+    p = pair_of("tiles_errors", CB_SHIPPED, NULL);
     STAT_EQ(p.shim, "pass_rows", 2);
     STAT_EQ(p.shim, "pass_foreign", 2);
     STAT_GE(p.shim, "deferred", 20);
     pair_free(&p);
     /* a capturing stream: captured as they came (rule 2) */
-    p = pair_of("tiles_capture", CB_SHIPPED, on);
+    p = pair_of("tiles_capture", CB_SHIPPED, NULL);
     STAT_EQ(p.shim, "deferred", 0);
     STAT_EQ(p.shim, "pass_capture", 31);
     pair_free(&p);
     /* without the copy kernel (CUBATCH_ENGINE=batch) */
-    const char *batch[] = {ROWS_ON, "CUBATCH_ENGINE=batch", NULL};
+    const char *batch[] = {"CUBATCH_ENGINE=batch", NULL};
     p = pair_of("tiles_h2d", CB_SHIPPED, batch);
     STAT_EQ(p.shim, "deferred", 0);
     STAT_EQ(p.shim, "pass_rows", 31);
@@ -2460,8 +2456,7 @@ START_TEST(tiles_among_copies_the_kernel_does_not_take)
      * tiles, 8 more uploads: the run (cut at 32 copies) does not go to the
      * kernel, and only the loop takes 2D copies; the uploads between them go
      * out as batches of their own all the same (7, then 8), the tiles one by one */
-    const char *on[] = {ROWS_ON, NULL};
-    struct pair p = pair_of("tiles_big", CB_SHIPPED, on);
+    struct pair p = pair_of("tiles_big", CB_SHIPPED, NULL);
     STAT_EQ(p.shim, "deferred", 47);
     STAT_EQ(p.shim, "kernel_launches", 0);
     STAT_EQ(p.shim, "batches", 2);
@@ -2477,8 +2472,7 @@ START_TEST(two_d_copies_that_continue_each_other_never_merge)
     /* packed 2D copies, each continuing the one before on both sides,
      * downloaded beside compute filling the GPU: the run goes to the loop,
      * each as it came (rule 18 merges nothing in a run holding 2D copies) */
-    const char *on[] = {ROWS_ON, NULL};
-    struct pair p = pair_of("tiles_packed", CB_SHIPPED, on);
+    struct pair p = pair_of("tiles_packed", CB_SHIPPED, NULL);
     STAT_EQ(p.shim, "deferred", 15);
     STAT_EQ(p.shim, "kernel_launches", 0);
     STAT_EQ(p.shim, "copies_merged", 0);
@@ -2491,8 +2485,7 @@ END_TEST
 START_TEST(one_row_and_empty_2d_copies)
 {
     /* rows of one: deferred as 2D copies; no rows: passed (they touch nothing) */
-    const char *on[] = {ROWS_ON, NULL};
-    struct pair p = pair_of("tiles_one_row", CB_SHIPPED, on);
+    struct pair p = pair_of("tiles_one_row", CB_SHIPPED, NULL);
     STAT_EQ(p.shim, "pass_zero", 8);
     STAT_EQ(p.shim, "deferred", 23);
     STAT_EQ(p.shim, "kernel_copies", 23);
@@ -2504,7 +2497,7 @@ START_TEST(a_refused_launch_replays_the_2d_copies)
 {
     /* the launch refused: the 31 tiles go out again as the program's 2D
      * copies, through its entry point */
-    const char *fail[] = {ROWS_ON, "CUSIM_FAIL=cuLaunchKernel:1:1", NULL};
+    const char *fail[] = {"CUSIM_FAIL=cuLaunchKernel:1:1", NULL};
     struct pair p = pair_of("tiles_h2d", CB_SHIPPED, fail);
     STAT_EQ(p.shim, "batch_errors", 1);
     STAT_EQ(p.shim, "replayed", 31);
@@ -2550,7 +2543,7 @@ int main(void)
         {"merging", TH_TESTS(adjacent_copies_go_out_as_one, only_copies_that_continue_on_both_sides_merge,
                              runs_of_adjacent_blocks_merge_for_the_copy_engines, what_lies_between_keeps_copies_apart,
                              a_refused_merged_copy_is_replayed_as_the_programs_copies)},
-        {"rows", TH_TESTS(as_shipped_2d_copies_pass_through, tiles_go_out_in_one_launch, overlapping_rows_keep_their_order,
+        {"rows", TH_TESTS(switched_off_2d_copies_pass_through, tiles_go_out_in_one_launch, overlapping_rows_keep_their_order,
                           what_the_copy_kernel_cannot_take_passes_through, tiles_among_copies_the_kernel_does_not_take,
                           two_d_copies_that_continue_each_other_never_merge, one_row_and_empty_2d_copies,
                           a_refused_launch_replays_the_2d_copies)},
