@@ -134,6 +134,30 @@ int cb_rows_overlap(uintptr_t a, size_t wa, size_t ha, size_t pa, uintptr_t b, s
     return 0;
 }
 
+/* Index of the first key whose start is at or above lo. */
+static size_t key_find(const struct cb_shape_key *idx, size_t n, uintptr_t lo)
+{
+    size_t a = 0, b = n;
+    while (a < b) {
+        size_t m = a + (b - a) / 2;
+        if (idx[m].lo < lo)
+            a = m + 1;
+        else
+            b = m;
+    }
+    return a;
+}
+
+/* Insert a key into an index of n keys, kept sorted (a copy loop walking
+ * memory upwards appends). */
+static void key_insert(struct cb_shape_key *idx, size_t n, struct cb_shape_key k)
+{
+    size_t a = n && k.lo < idx[n - 1].lo ? key_find(idx, n, k.lo) : n;
+    memmove(&idx[a + 1], &idx[a], (n - a) * sizeof idx[0]);
+    idx[a] = k;
+    CB_ASSERT((a == 0 || idx[a - 1].lo <= k.lo) && (a == n || idx[a + 1].lo >= k.lo));
+}
+
 int cb_shapes_add(struct cb_shapes *s, const struct cb_shape *c)
 {
     if (s->n == s->cap) {
@@ -142,18 +166,31 @@ int cb_shapes_add(struct cb_shapes *s, const struct cb_shape *c)
         if (!v)
             return -1;
         s->v = v;
+        struct cb_shape_key *d = realloc(s->by_dst, cap * sizeof *d);
+        if (!d)
+            return -1;
+        s->by_dst = d;
+        struct cb_shape_key *r = realloc(s->by_src, cap * sizeof *r);
+        if (!r)
+            return -1;
+        s->by_src = r;
         s->cap = cap;
     }
-    struct cb_kept_shape k = {*c, c->dst + cb_rows_span(c->width, c->height, c->dpitch),
-                              c->src + cb_rows_span(c->width, c->height, c->spitch)};
+    size_t dspan = cb_rows_span(c->width, c->height, c->dpitch), sspan = cb_rows_span(c->width, c->height, c->spitch);
+    struct cb_kept_shape k = {*c, c->dst + dspan, c->src + sspan};
     if (s->n == 0) {
         s->dst_lo = c->dst, s->dst_hi = k.dst_end, s->src_lo = c->src, s->src_hi = k.src_end;
+        s->dst_span = dspan, s->src_span = sspan;
     } else {
         s->dst_lo = c->dst < s->dst_lo ? c->dst : s->dst_lo;
         s->dst_hi = k.dst_end > s->dst_hi ? k.dst_end : s->dst_hi;
         s->src_lo = c->src < s->src_lo ? c->src : s->src_lo;
         s->src_hi = k.src_end > s->src_hi ? k.src_end : s->src_hi;
+        s->dst_span = dspan > s->dst_span ? dspan : s->dst_span;
+        s->src_span = sspan > s->src_span ? sspan : s->src_span;
     }
+    key_insert(s->by_dst, s->n, (struct cb_shape_key){c->dst, s->n});
+    key_insert(s->by_src, s->n, (struct cb_shape_key){c->src, s->n});
     s->v[s->n++] = k;
     return 0;
 }
@@ -161,6 +198,8 @@ int cb_shapes_add(struct cb_shapes *s, const struct cb_shape *c)
 void cb_shapes_free(struct cb_shapes *s)
 {
     free(s->v);
+    free(s->by_dst);
+    free(s->by_src);
     *s = (struct cb_shapes){0};
 }
 
@@ -184,6 +223,27 @@ static int shape_meets_sets(const struct cb_iset *writes, const struct cb_iset *
 /* Do [lo, hi) and [lo2, hi2) meet? */
 static int meet(uintptr_t lo, uintptr_t hi, uintptr_t lo2, uintptr_t hi2) { return lo < hi2 && lo2 < hi; }
 
+/* Do rows of `width` bytes, `pitch` apart, from base (`height` of them,
+ * ending at end) share a byte with a side (destinations when dst, else
+ * sources) of a kept 2D copy?  A side whose bounding range meets [base, end)
+ * starts after base - span (span: the side's longest) and before end: only
+ * that window of the side's index is compared, row by row. */
+static int side_meets_rows(const struct cb_shapes *s, int dst, uintptr_t base, uintptr_t end, size_t width,
+                           size_t height, size_t pitch)
+{
+    const struct cb_shape_key *idx = dst ? s->by_dst : s->by_src;
+    const size_t span = dst ? s->dst_span : s->src_span;
+    for (size_t i = key_find(idx, s->n, base > span ? base - span : 0); i < s->n && idx[i].lo < end; i++) {
+        const struct cb_kept_shape *k = &s->v[idx[i].at];
+        const struct cb_shape *q = &k->s;
+        uintptr_t q_end = dst ? k->dst_end : k->src_end;
+        if (meet(base, end, idx[i].lo, q_end) &&
+            cb_rows_overlap(base, width, height, pitch, idx[i].lo, q->width, q->height, dst ? q->dpitch : q->spitch))
+            return 1;
+    }
+    return 0;
+}
+
 int cb_hazard_shaped(const struct cb_iset *writes, const struct cb_iset *reads, const struct cb_shapes *shapes,
                      const struct cb_shape *c)
 {
@@ -193,25 +253,14 @@ int cb_hazard_shaped(const struct cb_iset *writes, const struct cb_iset *reads, 
         return 1;
     if (shapes->n == 0)
         return 0;
-    /* which of the three conflicts (reads a 2D copy's destination, writes
-     * it, writes its source) any 2D copy's bounds allow at all */
-    int raw = meet(c->src, src_end, shapes->dst_lo, shapes->dst_hi);
-    int waw = meet(c->dst, dst_end, shapes->dst_lo, shapes->dst_hi);
-    int war = meet(c->dst, dst_end, shapes->src_lo, shapes->src_hi);
-    if (!(raw | waw | war))
-        return 0;
-    for (size_t i = 0; i < shapes->n; i++) {
-        const struct cb_kept_shape *k = &shapes->v[i];
-        const struct cb_shape *q = &k->s;
-        if ((raw && meet(c->src, src_end, q->dst, k->dst_end) &&
-             cb_rows_overlap(c->src, c->width, c->height, c->spitch, q->dst, q->width, q->height, q->dpitch)) ||
-            (waw && meet(c->dst, dst_end, q->dst, k->dst_end) &&
-             cb_rows_overlap(c->dst, c->width, c->height, c->dpitch, q->dst, q->width, q->height, q->dpitch)) ||
-            (war && meet(c->dst, dst_end, q->src, k->src_end) &&
-             cb_rows_overlap(c->dst, c->width, c->height, c->dpitch, q->src, q->width, q->height, q->spitch)))
-            return 1;
-    }
-    return 0;
+    /* reads a 2D copy's destination, writes it, writes its source: each
+     * looked for only where the union of those sides allows it */
+    return (meet(c->src, src_end, shapes->dst_lo, shapes->dst_hi) &&
+            side_meets_rows(shapes, 1, c->src, src_end, c->width, c->height, c->spitch)) ||
+           (meet(c->dst, dst_end, shapes->dst_lo, shapes->dst_hi) &&
+            side_meets_rows(shapes, 1, c->dst, dst_end, c->width, c->height, c->dpitch)) ||
+           (meet(c->dst, dst_end, shapes->src_lo, shapes->src_hi) &&
+            side_meets_rows(shapes, 0, c->dst, dst_end, c->width, c->height, c->dpitch));
 }
 
 int cb_hazard_probe(const uintptr_t (*copies)[3], size_t n)

@@ -46,19 +46,33 @@ struct cb_shape {
 static inline size_t cb_rows_span(size_t width, size_t height, size_t pitch) { return (height - 1) * pitch + width; }
 /* The 2D copies of a run, kept whole rather than as intervals: the rows of
  * tiles of one pitched buffer interleave, so their bounding ranges overlap
- * where their rows do not.  Each with the ends of its sides' bounding ranges,
- * and the set with the union of them (lo, hi: all destinations', then all
+ * where their rows do not.  Each with the ends of its sides' bounding ranges;
+ * the set with the union of them (lo, hi: all destinations', then all
  * sources'), so that a copy far from every 2D copy's side is not compared with
- * each of them. */
+ * any, and each side's starts in an index sorted by address with the longest
+ * bounding range of that side, so that a copy is compared only with the 2D
+ * copies whose bounding range meets its own (a window of the index), not with
+ * all of them (tiles of one buffer: those of its row of tiles). */
 struct cb_kept_shape {
     struct cb_shape s;
     uintptr_t dst_end, src_end;
 };
+struct cb_shape_key {
+    uintptr_t lo; /* a side's start */
+    size_t at;    /* its 2D copy in v */
+};
 struct cb_shapes {
-    struct cb_kept_shape *v;
+    struct cb_kept_shape *v;               /* in the order they joined */
+    struct cb_shape_key *by_dst, *by_src;  /* v's sides, sorted by start */
     size_t n, cap;
+    size_t dst_span, src_span;             /* the longest bounding range of each side */
     uintptr_t dst_lo, dst_hi, src_lo, src_hi;
 };
+/* An emptied set that keeps its storage (a run taken from the free list). */
+static inline struct cb_shapes cb_shapes_emptied(struct cb_shapes s)
+{
+    return (struct cb_shapes){.v = s.v, .by_dst = s.by_dst, .by_src = s.by_src, .cap = s.cap};
+}
 int cb_shapes_add(struct cb_shapes *s, const struct cb_shape *c); /* -1 out of memory */
 void cb_shapes_free(struct cb_shapes *s);
 /* Rule 5 for a copy c that is 2D or joins a run holding 2D copies (`shapes`;

@@ -124,7 +124,7 @@ static struct cb_run *store_create(const struct cb_run_key *key)
                                     .rows = q.rows};
         run->writes = (struct cb_iset){w.v, 0, w.cap};
         run->reads = (struct cb_iset){r.v, 0, r.cap};
-        run->shapes = (struct cb_shapes){.v = sh.v, .cap = sh.cap};
+        run->shapes = cb_shapes_emptied(sh);
     } else {
         if (!(run = calloc(1, sizeof *run)))
             return NULL;
