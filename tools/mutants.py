@@ -292,7 +292,7 @@ MUTANTS = {
     "rows-hazards-ignored": ("src/hazard.c:side_meets_rows()", "i < s->n && idx[i].lo < end; i++) {",
         "i < 0 * s->n && idx[i].lo < end; i++) {", "rule 19 (a copy against the run's 2D copies)", "check_rules:rows"),
     "rows-window-from-the-copy-start": ("src/hazard.c:side_meets_rows()", "key_find(idx, s->n, base > span ? base - span : 0)",
-        "key_find(idx, s->n, base)", "rule 19 (a 2D copy that starts before the copy and reaches it)", "check_units:hazards"),
+        "key_find(idx, s->n, base + 0 * span)", "rule 19 (a 2D copy that starts before the copy and reaches it)", "check_units:hazards"),
     "rows-index-unsorted": ("src/hazard.c:key_insert()", "size_t a = n && k.lo < idx[n - 1].lo ? key_find(idx, n, k.lo) : n;",
         "size_t a = n;", "rule 19 (the 2D copies' index stays sorted)", "check_units:hazards"),
     "rows-hazards-by-bounds": ("src/hazard.c:cb_rows_overlap()", "    if (ha == 1)\n        return range_meets_rows(a, wa, b, wb, hb, pb);",

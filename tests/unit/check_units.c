@@ -354,6 +354,27 @@ START_TEST(shaped_hazards_match_brute_force)
         cb_iset_free(&r);
         cb_shapes_free(&sh);
     }
+    /* A copy that meets only the last row of a 2D copy starting well before
+     * it (the index's window reaches back by the longest range), on each of
+     * the three conflicts, among 2D copies after it and far from it. */
+    struct cb_iset w = {0}, r = {0};
+    struct cb_shapes sh = {0};
+    const struct cb_shape tile = {0x100000, 0x800000, 64, 8, 256, 256};
+    ck_assert_int_eq(cb_shapes_add(&sh, &tile), 0);
+    for (uintptr_t k = 1; k <= 20; k++) {
+        const struct cb_shape later = {0x100000 + k * 0x1000, 0x800000 + k * 0x1000, 64, 8, 256, 256};
+        ck_assert_int_eq(cb_shapes_add(&sh, &later), 0);
+    }
+    const uintptr_t last_dst = 0x100000 + 7 * 256 + 8, last_src = 0x800000 + 7 * 256 + 8;
+    const struct cb_shape reads_dst = {0x900000, last_dst, 16, 1, 16, 16};
+    const struct cb_shape writes_dst = {last_dst, 0x900000, 16, 1, 16, 16};
+    const struct cb_shape writes_src = {last_src, 0x900000, 16, 1, 16, 16};
+    const struct cb_shape beside = {0x100000 + 7 * 256 + 64, 0x900000, 16, 1, 16, 16};
+    ck_assert_int_eq(cb_hazard_shaped(&w, &r, &sh, &reads_dst), 1);
+    ck_assert_int_eq(cb_hazard_shaped(&w, &r, &sh, &writes_dst), 1);
+    ck_assert_int_eq(cb_hazard_shaped(&w, &r, &sh, &writes_src), 1);
+    ck_assert_int_eq(cb_hazard_shaped(&w, &r, &sh, &beside), 0);
+    cb_shapes_free(&sh);
 }
 END_TEST
 
