@@ -451,7 +451,9 @@ def main():
                                        after["kernel_copies"] - before["kernel_copies"])
                     # a burst's first copy passes unclassified (pass_first, not
                     # copies_h2d); counted here whatever its direction, so a
-                    # variant that also downloads (transformers) reads a little low
+                    # variant that also downloads (transformers) reads a little low,
+                    # and one that mostly downloads gets no h2d figure (the
+                    # counters do not split batched copies by direction)
                     share[name][1] += (after["copies_h2d"] - before["copies_h2d"] +
                                        after["pass_first"] - before["pass_first"])
                     share_all[name][0] += (after["batched_copies"] - before["batched_copies"] +
@@ -478,7 +480,7 @@ def main():
         print(f"| {name} | {m['on']:.1f} | {m['off']:.1f} | {m['off2']:.1f} | "
               f"{statistics.median(sp):.2f} ({min(sp):.2f}–{max(sp):.2f}) | "
               f"{statistics.median(aa):.2f} ({min(aa):.2f}–{max(aa):.2f}) | "
-              f"{'–' if not h else f'{100 * b / h:.0f}% of {h}'} | "
+              f"{'–' if not h or 2 * h < ha else f'{100 * b / h:.0f}% of {h}'} | "
               f"{'–' if not ha else f'{100 * ba / ha:.0f}% of {ha}'} |")
     print("\n| variant | runs ended by, on rounds (the three most frequent) |\n| --- | --- |")
     for name, _, _ in variants:
