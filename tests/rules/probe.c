@@ -1158,14 +1158,34 @@ static void sc_pinned_per_block(void)
  * again: the second loop's source is pageable (the program may reuse it as soon
  * as each call returns) and must not be deferred, although the table knew the
  * range as pinned a moment earlier; then registered again, it is pinned again. */
-static void sc_unregister_forgets(void)
+struct queued_arg { CUstream s; CUdeviceptr d; unsigned char *out; };
+static void *queue_two_in(void *p)
+{
+    struct queued_arg *a = p;
+    CK(cuCtxSetCurrent(g_ctx));
+    for (int i = 0; i < 2; i++) /* the burst's first passes, the second stays queued */
+        CK(cuMemcpyDtoHAsync_v2(a->out + (size_t)i * SZ, a->d + (size_t)i * SZ, SZ, a->s));
+    return NULL;
+}
+
+/* With other_run, another thread's copy stays queued on its own stream while
+ * the pageable pass runs: each of the pass's copies then goes where this
+ * thread's last deferred copy went, the registered pass's stream and memory
+ * (copy.c, copy_known), and must still find its source pageable now. */
+static void unregister_pass(int other_run)
 {
     unsigned char *host = aligned_alloc(4096, N * SZ), *want = malloc(N * SZ), *back = pinned(N * SZ);
     CUdeviceptr d = devmem(N * SZ);
-    CUstream s = mkstream(CU_STREAM_NON_BLOCKING);
+    CUstream s = mkstream(CU_STREAM_NON_BLOCKING), t = mkstream(CU_STREAM_NON_BLOCKING);
+    struct queued_arg other = {t, d, pinned(2 * SZ)};
     for (int pass = 0; pass < 3; pass++) {
         if (pass != 1)
             CK(cuMemHostRegister_v2(host, N * SZ, 0));
+        if (pass == 1 && other_run) {
+            pthread_t th;
+            pthread_create(&th, NULL, queue_two_in, &other);
+            pthread_join(th, NULL);
+        }
         for (int i = 0; i < N; i++) {
             fill(host + (size_t)i * SZ, SZ, 60 + pass * N + i);
             memcpy(want + (size_t)i * SZ, host + (size_t)i * SZ, SZ);
@@ -1173,14 +1193,62 @@ static void sc_unregister_forgets(void)
             if (pass == 1) /* pageable: the source may be reused at once */
                 memset(host + (size_t)i * SZ, 0xEE, SZ);
         }
-        CK(cuMemcpyDtoHAsync_v2(back, d, N * SZ, s));
-        CK(cuStreamSynchronize(s));
+        if (other_run) { /* read back without a deferred copy: the registered pass's copies stay the last */
+            CK(cuStreamSynchronize(s));
+            CK(cuMemcpyDtoH_v2(back, d, N * SZ));
+        } else {
+            CK(cuMemcpyDtoHAsync_v2(back, d, N * SZ, s));
+            CK(cuStreamSynchronize(s));
+        }
         expect(pass == 1 ? "copied while pageable" : "copied while registered", back, want, N * SZ);
         if (pass != 1)
             CK(cuMemHostUnregister(host));
     }
+    CK(cuStreamSynchronize(t));
     free(host);
     free(want);
+}
+static void sc_unregister_forgets(void) { unregister_pass(0); }
+static void sc_unregister_known(void) { unregister_pass(1); }
+
+/* Copies that go where this thread's last deferred copy went (copy.c,
+ * copy_known), while another thread's run is queued: the last of a stream's
+ * run runs past the end of its device memory (it passes as the driver's to
+ * answer, the run before it goes out); then the stream is destroyed and a new
+ * one made at its handle (CUSIM_HANDLE_REUSE=1), whose copies go to its own
+ * run, not to the destroyed stream's. */
+static void sc_known_edges(void)
+{
+    unsigned char *src = malloc((N + 1) * SZ), *in = pinned((N + 1) * SZ), *back = pinned(N * SZ);
+    CUdeviceptr d = devmem(N * SZ);
+    CUstream s = mkstream(CU_STREAM_NON_BLOCKING), t = mkstream(CU_STREAM_NON_BLOCKING);
+    struct queued_arg other = {t, d, pinned(2 * SZ)};
+    pthread_t th;
+    pthread_create(&th, NULL, queue_two_in, &other);
+    pthread_join(th, NULL);
+    fill(src, (N + 1) * SZ, 70);
+    memcpy(in, src, (N + 1) * SZ);
+    for (int i = 0; i < N - 1; i++)
+        CK(cuMemcpyHtoDAsync_v2(d + (CUdeviceptr)i * SZ, in + (size_t)i * SZ, SZ, s));
+    CUresult past = cuMemcpyHtoDAsync_v2(d + (CUdeviceptr)(N - 1) * SZ, in + (size_t)(N - 1) * SZ, 2 * SZ, s);
+    printf("past_end_rc: %d\n", (int)past);
+    CK(cuStreamSynchronize(s));
+    CK(cuMemcpyDtoH_v2(back, d, (N - 1) * SZ));
+    expect("a run before a copy past its memory's end", back, src, (N - 1) * SZ);
+    CK(cuStreamDestroy_v2(s));
+    pthread_create(&th, NULL, queue_two_in, &other);
+    pthread_join(th, NULL);
+    CUstream again = mkstream(CU_STREAM_NON_BLOCKING);
+    printf("stream_handle_reused: %d\n", again == s);
+    fill(src, N * SZ, 71);
+    memcpy(in, src, N * SZ);
+    for (int i = 0; i < N; i++)
+        CK(cuMemcpyHtoDAsync_v2(d + (CUdeviceptr)i * SZ, in + (size_t)i * SZ, SZ, again));
+    CK(cuStreamSynchronize(again));
+    CK(cuMemcpyDtoH_v2(back, d, N * SZ));
+    expect("a new stream's copies at a destroyed one's handle", back, src, N * SZ);
+    CK(cuStreamSynchronize(t));
+    free(src);
 }
 
 /* Deferred 4 KiB D2H copies interleaved with 16 KiB H2D copies that the policy
@@ -4124,7 +4192,7 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"big", sc_big},
     {"d2h_20", sc_d2h_20},         {"managed", sc_managed},
     {"free_realloc", sc_free_realloc}, {"hostfunc", sc_hostfunc},
-    {"interleave", sc_interleave},   {"many_pinned", sc_many_pinned}, {"pinned_per_block", sc_pinned_per_block}, {"unregister_forgets", sc_unregister_forgets}, {"exit_destructor", sc_exit_destructor},   {"pace", sc_pace},     {"ctx_reset", sc_ctx_reset}, {"ctx_destroy", sc_ctx_destroy},
+    {"interleave", sc_interleave},   {"many_pinned", sc_many_pinned}, {"pinned_per_block", sc_pinned_per_block}, {"unregister_forgets", sc_unregister_forgets}, {"unregister_known", sc_unregister_known}, {"known_edges", sc_known_edges}, {"exit_destructor", sc_exit_destructor},   {"pace", sc_pace},     {"ctx_reset", sc_ctx_reset}, {"ctx_destroy", sc_ctx_destroy},
     {"ctx_event", sc_ctx_event},     {"primary_release", sc_primary_release}, {"ctx_reuse", sc_ctx_reuse},   {"resolve", sc_resolve},
     {"sm_busy", sc_sm_busy},         {"sm_idle_sync", sc_sm_idle_sync},   {"sm_idle_event", sc_sm_idle_event},
     {"sm_idle_query", sc_sm_idle_query}, {"sm_room", sc_sm_room},         {"sm_busy_d2d", sc_sm_busy_d2d},
