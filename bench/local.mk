@@ -29,6 +29,8 @@ EXTRA_DIST += \
 	bench/bench_threads.c \
 	bench/bench_tiles.c \
 	bench/bench_launch.cu \
+	bench/launch_hook.c \
+	bench/run-contig.sh \
 	bench/campaign-43.sh \
 	bench/campaign-rows.sh \
 	bench/hazard_rows.c \

@@ -1,0 +1,171 @@
+/* launch_hook: what cubatch's launch hook costs a launch, in one process.  Run
+ * under LD_PRELOAD=libcubatch.so: cuLaunchKernel as the program finds it (the
+ * preload's wrapper) and the driver's own (dlsym on libcuda.so.1's handle)
+ * launch the same tiny kernel on the same stream, in alternating blocks, so
+ * both see the same GPU, clocks and caches, where a process-level A/B of the
+ * launch-bound program could not see a cost of a few percent (issue 43).  A
+ * second block of the driver's own calls each round is the A/A column.
+ *
+ *   launch_hook [-r ROUNDS] [-n LAUNCHES] [-s legacy|side]
+ *
+ *   ROUNDS    rounds (default 15), each timing LAUNCHES launches (default
+ *             4096) plus a synchronize, once per column, the columns rotating
+ *   side      a created non-blocking stream (default); legacy: the NULL stream
+ * The kernel (PTX, JIT-compiled at load) adds 1 to a device counter; the
+ * counter must equal the launches made (exit 1 if not).
+ * Output: '#' comments, then CSV per column and measure:
+ *   column,measure,launches,rounds,median_ns_per_launch,min,max,ratio_median,ratio_min,ratio_max
+ * measure: enqueue (the launch calls alone) or step (the launches and their
+ * synchronize); ns per launch: its time over LAUNCHES; ratio: this column's
+ * time over the driver's in the same round.  Exit: 0 done, 1 error or a wrong count, 2 usage, 77 no GPU. */
+#define _GNU_SOURCE
+#include <cuda.h>
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CK(call)                                                                     \
+    do {                                                                             \
+        CUresult e_ = (call);                                                        \
+        if (e_ != CUDA_SUCCESS) {                                                    \
+            fprintf(stderr, "launch_hook:%d: %s failed: %d\n", __LINE__, #call, e_); \
+            exit(1);                                                                 \
+        }                                                                            \
+    } while (0)
+
+static const char ptx[] = ".version 8.0\n.target sm_80\n.address_size 64\n"
+                          ".visible .entry tick(.param .u64 p)\n{\n"
+                          "  .reg .b64 %rd<3>;\n  .reg .b32 %r<2>;\n"
+                          "  ld.param.u64 %rd1, [p];\n  cvta.to.global.u64 %rd2, %rd1;\n"
+                          "  atom.global.add.u32 %r1, [%rd2], 1;\n  ret;\n}\n";
+
+typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              CUstream, void **, void **);
+
+static double now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e9 + t.tv_nsec;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+enum { COLS = 3, MAX_ROUNDS = 1000 };
+
+int main(int argc, char **argv)
+{
+    int rounds = 15, launches = 4096, legacy = 0, opt;
+    while ((opt = getopt(argc, argv, "r:n:s:")) != -1) {
+        if (opt == 'r')
+            rounds = atoi(optarg);
+        else if (opt == 'n')
+            launches = atoi(optarg);
+        else if (opt == 's' && (!strcmp(optarg, "legacy") || !strcmp(optarg, "side")))
+            legacy = !strcmp(optarg, "legacy");
+        else {
+            fprintf(stderr, "usage: launch_hook [-r ROUNDS] [-n LAUNCHES] [-s legacy|side]\n");
+            return 2;
+        }
+    }
+    if (rounds < 1 || rounds > MAX_ROUNDS || launches < 1) {
+        fprintf(stderr, "launch_hook: ROUNDS 1..%d, LAUNCHES >= 1\n", MAX_ROUNDS);
+        return 2;
+    }
+    if (access("/dev/nvidiactl", F_OK) != 0 && !getenv("BENCH_SIM")) {
+        fprintf(stderr, "launch_hook: no GPU (/dev/nvidiactl missing)\n");
+        return 77;
+    }
+    void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    launch_fn own = drv ? (launch_fn)dlsym(drv, "cuLaunchKernel") : NULL;
+    launch_fn found = (launch_fn)dlsym(RTLD_DEFAULT, "cuLaunchKernel");
+    if (!own || !found) {
+        fprintf(stderr, "launch_hook: cuLaunchKernel not found\n");
+        return 1;
+    }
+    CUdevice dev;
+    CUcontext ctx;
+    CUmodule mod;
+    CUfunction fn;
+    CUstream s = NULL;
+    CUdeviceptr counter;
+    char name[256] = "";
+    CK(cuInit(0));
+    CK(cuDeviceGet(&dev, 0));
+    CK(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CK(cuCtxSetCurrent(ctx));
+    CK(cuDeviceGetName(name, sizeof name, dev));
+    CK(cuModuleLoadData(&mod, ptx));
+    CK(cuModuleGetFunction(&fn, mod, "tick"));
+    if (!legacy)
+        CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CK(cuMemAlloc(&counter, sizeof(unsigned)));
+    CK(cuMemsetD32(counter, 0, 1));
+    void *args[] = {&counter};
+    printf("# device %s, cubatch %s, stream %s, hook %s\n", name, getenv("LD_PRELOAD") ? "preloaded" : "not loaded",
+           legacy ? "legacy" : "side", found == own ? "none (the driver's own)" : "cubatch's wrapper");
+    /* columns: the driver's own, the wrapper the program finds, the driver's own again (A/A) */
+    const char *names[COLS] = {"driver", "found", "driver2"};
+    launch_fn fns[COLS] = {own, found, own};
+    static double ns[2][COLS][MAX_ROUNDS]; /* [enqueue, step] */
+    unsigned long made = 0;
+    for (int w = 0; w < 2; w++) /* warm-up: JIT, the wrapper's first call */
+        for (int c = 0; c < COLS; c++) {
+            for (int i = 0; i < launches; i++)
+                CK(fns[c](fn, 1, 1, 1, 32, 1, 1, 0, s, args, NULL));
+            made += (unsigned long)launches;
+            CK(cuStreamSynchronize(s));
+        }
+    for (int r = 0; r < rounds; r++)
+        for (int k = 0; k < COLS; k++) {
+            int c = (k + r) % COLS;
+            double t0 = now_ns();
+            for (int i = 0; i < launches; i++)
+                CK(fns[c](fn, 1, 1, 1, 32, 1, 1, 0, s, args, NULL));
+            double t1 = now_ns();
+            CK(cuStreamSynchronize(s));
+            ns[0][c][r] = (t1 - t0) / launches;
+            ns[1][c][r] = (now_ns() - t0) / launches;
+            made += (unsigned long)launches;
+        }
+    unsigned got = 0;
+    CK(cuMemcpyDtoH(&got, counter, sizeof got));
+    if (got != (unsigned)made) {
+        fprintf(stderr, "launch_hook: the kernel ran %u times, %lu launched\n", got, made);
+        return 1;
+    }
+    printf("column,measure,launches,rounds,median_ns_per_launch,min,max,ratio_median,ratio_min,ratio_max\n");
+    const char *measures[2] = {"enqueue", "step"};
+    for (int m = 0; m < 2; m++)
+        for (int c = 1; c < COLS; c++) {
+            double ratio[MAX_ROUNDS], v[MAX_ROUNDS], base[MAX_ROUNDS];
+            for (int r = 0; r < rounds; r++) {
+                ratio[r] = ns[m][c][r] / ns[m][0][r];
+                v[r] = ns[m][c][r];
+                base[r] = ns[m][0][r];
+            }
+            if (c == 1) {
+                double b = median(base, rounds);
+                printf("driver,%s,%d,%d,%.1f,%.1f,%.1f,1,1,1\n", measures[m], launches, rounds, b, base[0],
+                       base[rounds - 1]);
+            }
+            double med = median(v, rounds), rm = median(ratio, rounds);
+            printf("%s,%s,%d,%d,%.1f,%.1f,%.1f,%.4f,%.4f,%.4f\n", names[c], measures[m], launches, rounds, med, v[0],
+                   v[rounds - 1], rm, ratio[0], ratio[rounds - 1]);
+        }
+    return 0;
+}
