@@ -158,6 +158,21 @@ static void key_insert(struct cb_shape_key *idx, size_t n, struct cb_shape_key k
     CB_ASSERT((a == 0 || idx[a - 1].lo <= k.lo) && (a == n || idx[a + 1].lo >= k.lo));
 }
 
+/* Where in its pitch a side's rows start. */
+static size_t column(uintptr_t start, size_t pitch) { return pitch ? start % pitch : 0; }
+
+/* Rows p apart, wa and wb bytes long (at most p), whose starts lie at
+ * columns ca and cb of p: every byte of a row of the first lies at a column
+ * of [ca, ca + wa) taken around p, every byte of the second at one of
+ * [cb, cb + wb).  Where those two arcs do not meet, no row of one shares a
+ * byte with a row of the other, however many rows apart they start: the
+ * tiles of one pitched buffer, side by side. */
+static int apart_in_columns(size_t ca, size_t wa, size_t cb, size_t wb, size_t p)
+{
+    size_t a_to_b = cb >= ca ? cb - ca : cb + p - ca, b_to_a = ca >= cb ? ca - cb : ca + p - cb;
+    return a_to_b >= wa && b_to_a >= wb;
+}
+
 int cb_shapes_add(struct cb_shapes *s, const struct cb_shape *c)
 {
     if (s->n == s->cap) {
@@ -177,7 +192,7 @@ int cb_shapes_add(struct cb_shapes *s, const struct cb_shape *c)
         s->cap = cap;
     }
     size_t dspan = cb_rows_span(c->width, c->height, c->dpitch), sspan = cb_rows_span(c->width, c->height, c->spitch);
-    struct cb_kept_shape k = {*c, c->dst + dspan, c->src + sspan};
+    struct cb_kept_shape k = {*c, c->dst + dspan, c->src + sspan, column(c->dst, c->dpitch), column(c->src, c->spitch)};
     if (s->n == 0) {
         s->dst_lo = c->dst, s->dst_hi = k.dst_end, s->src_lo = c->src, s->src_hi = k.src_end;
         s->dst_span = dspan, s->src_span = sspan;
@@ -232,13 +247,17 @@ static int side_meets_rows(const struct cb_shapes *s, int dst, uintptr_t base, u
                            size_t height, size_t pitch)
 {
     const struct cb_shape_key *idx = dst ? s->by_dst : s->by_src;
-    const size_t span = dst ? s->dst_span : s->src_span;
+    const size_t span = dst ? s->dst_span : s->src_span, col = column(base, pitch);
     for (size_t i = key_find(idx, s->n, base > span ? base - span : 0); i < s->n && idx[i].lo < end; i++) {
         const struct cb_kept_shape *k = &s->v[idx[i].at];
         const struct cb_shape *q = &k->s;
         uintptr_t q_end = dst ? k->dst_end : k->src_end;
-        if (meet(base, end, idx[i].lo, q_end) &&
-            cb_rows_overlap(base, width, height, pitch, idx[i].lo, q->width, q->height, dst ? q->dpitch : q->spitch))
+        size_t q_pitch = dst ? q->dpitch : q->spitch;
+        if (!meet(base, end, idx[i].lo, q_end) ||
+            (height > 1 && q->height > 1 && q_pitch == pitch &&
+             apart_in_columns(col, width, dst ? k->dst_col : k->src_col, q->width, pitch)))
+            continue;
+        if (cb_rows_overlap(base, width, height, pitch, idx[i].lo, q->width, q->height, q_pitch))
             return 1;
     }
     return 0;

@@ -56,6 +56,7 @@ static inline size_t cb_rows_span(size_t width, size_t height, size_t pitch) { r
 struct cb_kept_shape {
     struct cb_shape s;
     uintptr_t dst_end, src_end;
+    size_t dst_col, src_col; /* each side's start modulo its pitch (0: a pitch of 0) */
 };
 struct cb_shape_key {
     uintptr_t lo; /* a side's start */

@@ -206,6 +206,8 @@ MUTANTS = {
                           "a copy on what the last copy learned: its run still the stream's", "check_rules:deferral"),
     "known-cross-check-skipped": ("src/copy.c:copy_known()", "        cb_runs_cross_pending(CB_SK_CREATED) || ", "        ",
                                   "rule 3 (a copy on what the last copy learned still follows the legacy stream's run)"),
+    "rows-columns-one-way": ("src/hazard.c:apart_in_columns()", "    return a_to_b >= wa && b_to_a >= wb;", "    return a_to_b >= wa && (b_to_a >= wb || 1);",
+                             "rule 19 (tiles side by side in one pitch: a tile is apart only when neither reaches the other's columns)"),
     "cross-check-skipped-on-copy-path": ("src/copy.c:settle_stream()", "    if (CB_UNLIKELY(cb_runs_cross_pending(rq->sk)))\n        *rc = cb_flush_cross(rq->stream, rq->sk);",
                                          "    if (0)\n        *rc = cb_flush_cross(rq->stream, rq->sk);", "rule 3 (a copy follows other streams' runs)"),
     "class-cache-small": ("src/classify.c:#CB_CLASS_CACHE", "#define CB_CLASS_CACHE 512", "#define CB_CLASS_CACHE 8", "section 6 (a pointer query per allocation, not per copy)"),
