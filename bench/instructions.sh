@@ -13,9 +13,12 @@
 #   lone-leg   the same on the legacy stream (the copy kernel's engine)
 #   record     bench_copies events1 h2d 1024 x 4 KiB (-r 3 -w 1): a copy and a
 #              record of its own event, 5,120 of each, per pair
+#   tile       tiles_path --rounds 5: 256 tiles of 32 rows x 256 B of one
+#              pitched region, host to device, a round's loop and its
+#              synchronize (the submissions included), per tile
 #
 #   instructions.sh BIN SIMDIR LIB [LIB2 ...]
-# BIN holds copy_path, inproc_lone and bench_copies (bench/build-bench.sh);
+# BIN holds copy_path, inproc_lone, bench_copies and tiles_path (bench/build-bench.sh);
 # SIMDIR the simulated driver (tests/sim/.libs).  Prints one table row per
 # library.  Needs valgrind.
 set -eu
@@ -72,8 +75,8 @@ print("%.0f / %.0f" % (self_ / calls, (self_ + helped) / calls), end="")
 PY
 }
 
-echo "| library | deferred | policy | lone | lone-leg | record |"
-echo "| --- | ---: | ---: | ---: | ---: | ---: |"
+echo "| library | deferred | policy | lone | lone-leg | record | tile |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
 for lib in "$@"; do
     lib=$(cd "$(dirname "$lib")" && pwd)/$(basename "$lib")
     cg=(valgrind --tool=callgrind)
@@ -94,5 +97,8 @@ for lib in "$@"; do
     env LD_LIBRARY_PATH="$sim" LD_PRELOAD="$lib" BENCH_SIM=1 \
         "${cg[@]}" --callgrind-out-file="$tmp/r" "$bin/bench_copies" -r 3 -w 1 -m events1 h2d:1024:4K >/dev/null 2>&1
     row+=" | $(own "$base" "$tmp/r" 5120)"
+    env LD_LIBRARY_PATH="$sim" LD_PRELOAD="$lib" \
+        "${cg[@]}" --callgrind-out-file="$tmp/t" "$bin/tiles_path" --rounds 5 >/dev/null 2>&1
+    row+=" | $(own "$base" "$tmp/t" 1280)"
     echo "$row |"
 done
