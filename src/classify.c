@@ -142,7 +142,6 @@ static void take(const struct cb_alloc *r, struct cb_class *out, uintptr_t *lo)
 {
     out->kind = r->kind;
     out->device = r->device;
-    out->lo = r->hi > r->lo ? r->lo : 0;
     out->end = r->hi > r->lo ? r->hi : 0;
     out->kctx = r->kctx;
     *lo = r->lo;
@@ -233,10 +232,6 @@ int cb_classify_pair(uintptr_t dst, uintptr_t src, struct cb_class *d, struct cb
     }
     return classify_side(&pr->d, dst, d) || classify_side(&pr->s, src, s) ? -1 : 0;
 }
-
-uint64_t cb_classes_gen(void) { return atomic_load_explicit(&cb_class_gen, memory_order_acquire); }
-
-uint64_t cb_classes_gen_seen(void) { return cb_tls_pair.gen; }
 
 int cb_classify(uintptr_t p, struct cb_class *out)
 {

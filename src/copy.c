@@ -389,45 +389,6 @@ static void settle_run(struct cb_copy_req *rq, struct copy_facts *f, CUresult *r
     LEARN(f, rows_no_kernel, rq->rows.height && !rq->kernel_ok);
 }
 
-/* ---- what the thread's last deferred copy learned ----------------------------------- */
-
-/* This thread's last deferred 1D copy on a created stream: its stream's run,
- * its entry point and both sides' allocations with their classes.  A copy on
- * that stream through that entry point, inside those two allocations, gets
- * the memory verdict that copy got and finds the same run, so copy_known
- * takes it there without classifying it or looking its run up (the copies of
- * a merged run, blocks of one KV pool); every rule of the run it still asks.
- * Valid while the classes' generation stays (no memory freed, unmapped or
- * registered since) and the run still holds the stream's key (a destroyed
- * stream's run was removed): copy_known checks both. */
-struct known_copy {
-    struct cb_run *run; /* NULL: none (runs are never freed: a stale one is safe to lock) */
-    struct cb_copy_req rq; /* the copy: its stream, entry point, classes and their generation */
-};
-static CB_TLS struct known_copy cb_tls_known;
-
-/* The copy joined run: what it learned, kept for the thread's next copy (a
- * copy_known copy is the kept one: nothing to keep).  Only what every copy
- * there shares is kept; a 1D copy on a created stream leaves the rest of the
- * request zero. */
-static void note_known(const struct cb_copy_req *rq, struct cb_run *run)
-{
-    struct known_copy *k = &cb_tls_known;
-    if (rq == &k->rq || !rq->gen || rq->sk != CB_SK_CREATED || !rq->dcls.end || !rq->scls.end)
-        return;
-    CB_ASSERT(!rq->is_2d && !rq->rows.height && !rq->ctx);
-    k->run = run;
-    k->rq.hook = rq->hook;
-    k->rq.stream = rq->stream;
-    k->rq.sk = CB_SK_CREATED;
-    k->rq.dcls = rq->dcls;
-    k->rq.scls = rq->scls;
-    k->rq.gen = rq->gen;
-}
-
-/* Does p point into the allocation of class c (a known one)? */
-static inline int in_alloc(const struct cb_class *c, CUdeviceptr p) { return p - c->lo < c->end - c->lo; }
-
 /* Act on a verdict to defer: the copy joins the run.  Queueing may still fail,
  * and a legacy copy may have raced a capture's begin: the list's last two
  * rules, which only trying can learn. */
@@ -438,7 +399,6 @@ static void act_defer(struct cb_copy_req *rq, struct copy_facts *f, CUresult *rc
         cb_run_opened(run); /* it joins: from here on the run has an age */
     LEARN(f, unqueued, cb_run_append(run, rq));
     LEARN(f, taken_back, CB_UNLIKELY(run->facts.legacy) && legacy_run_raced_a_capture(run));
-    note_known(rq, run);
     cb_segment_join(&run->seg, host_alloc(rq));
     if (f->opened)
         cb_timer_arm(run->looks.look_ns);
@@ -489,27 +449,10 @@ static void act_pass(struct cb_copy_req *rq, const struct copy_facts *f, enum cb
     cb_run_unlock(run);
 }
 
-/* The verdict, then acting on it (the run locked): 1 deferred, 0 passed (the
- * caller issues the copy), as defer() says. */
-static int decide(struct cb_copy_req *rq, struct copy_facts *f, CUresult *rc);
-
 /* Rules 2, 3 (stream), 5 (hazards), 8, 12, 13 and the pace: settle, verdict,
  * act.  Returns 1 (deferred; *rc: an earlier error to report now, if any) or 0
  * (the caller issues the copy: its stream's run went first; *rc: that flush's
  * error). */
-static int decide(struct cb_copy_req *rq, struct copy_facts *f, CUresult *rc)
-{
-    enum cb_stat_id why = verdict(f);
-    if (why == CB_ST_deferred) {
-        act_defer(rq, f, rc);
-        why = verdict(f);
-        if (why == CB_ST_deferred)
-            return 1;
-    }
-    act_pass(rq, f, why, rc);
-    return 0;
-}
-
 static int defer(struct cb_copy_req *rq, CUresult *rc)
 {
     struct copy_facts f = {.rule = R_NONE, .run = NULL};
@@ -517,7 +460,15 @@ static int defer(struct cb_copy_req *rq, CUresult *rc)
     settle_stream(rq, &f, rc);
     if (f.rule == R_NONE)
         settle_run(rq, &f, rc);
-    return decide(rq, &f, rc);
+    enum cb_stat_id why = verdict(&f);
+    if (why == CB_ST_deferred) {
+        act_defer(rq, &f, rc);
+        why = verdict(&f);
+        if (why == CB_ST_deferred)
+            return 1;
+    }
+    act_pass(rq, &f, why, rc);
+    return 0;
 }
 
 /* ---- the decision ------------------------------------------------------------------ */
@@ -583,8 +534,6 @@ static inline __attribute__((always_inline)) CUresult copy_eligible(struct cb_ts
         return cb_issue_ahead_of_run(rq);
     }
     CUresult rc = CUDA_SUCCESS;
-    if (!rq->is_2d)
-        rq->gen = cb_classes_gen_seen(); /* the classes' (note_known): none came since */
     if (defer(rq, &rc)) {
         cb_bump(&t->v[CB_ST_deferred], 1);
         return rc;
@@ -646,58 +595,6 @@ static __attribute__((noinline)) CUresult copy_waited(unsigned entry, CUdevicept
 {
     CUresult waited = cb_waits_issue_of(stream);
     return cb_first_error(waited, copy_one(entry, dst, src, bytes, stream));
-}
-
-/* ---- a copy of memory the thread's last deferred copy learned ------------------------- */
-
-/* A copy on the stream of the thread's last deferred copy, through its entry
- * point, inside its two allocations (cb_copy asks): the full path with what
- * that copy learned, as long as it still holds.  Its memory verdict is that
- * copy's (rules 1 and 5: the same memory, inside it), the policy's the same
- * one-word answer copy_eligible reads, and settle_stream's rules hold as they
- * would there: no run lock held, no pass spell, no other stream's run to
- * follow (rule 3), and the run found is the one the store would give.  Then
- * the run's rules and the act, as for any copy (settle_run, decide).
- * Anything else: copy_one, nothing done or counted yet. */
-static __attribute__((noinline)) CUresult copy_known(unsigned entry, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
-                                                     CUstream stream)
-{
-    struct known_copy *k = &cb_tls_known;
-    struct cb_copy_req *rq = &k->rq;
-    enum cb_direction d = direction(rq->dcls.kind, rq->scls.kind);
-    if (!cb_batching || cb_flush_paused() || cb_runs_locked_here() || cb_run_spells_here() ||
-        cb_runs_cross_pending(CB_SK_CREATED) || !bytes || bytes > cb_policy_sure[d] ||
-        bytes > rq->dcls.end - dst || bytes > rq->scls.end - src || rq->gen != cb_classes_gen())
-        return copy_one(entry, dst, src, bytes, stream);
-    struct cb_run_key key = cb_run_key_of(stream, CB_SK_CREATED, NULL);
-    struct cb_run *run = k->run;
-    cb_run_lock(run);
-    if (!cb_run_keyed(run, &key)) {
-        cb_run_unlock(run);
-        return copy_one(entry, dst, src, bytes, stream);
-    }
-    struct cb_tstats *t = count_copy(entry);
-    cb_bump(&t->v[cb_direction_stat(d)], 1);
-    rq->dst = dst;
-    rq->src = src;
-    rq->bytes = bytes;
-    rq->kernel_ok = 0;
-    struct copy_facts f = {.rule = R_NONE, .run = run};
-    CUresult rc = CUDA_SUCCESS;
-    settle_run(rq, &f, &rc);
-    if (decide(rq, &f, &rc)) {
-        cb_bump(&t->v[CB_ST_deferred], 1);
-        return rc;
-    }
-    return cb_first_error(rc, issue_req(rq));
-}
-
-/* Does the copy go where the thread's last deferred copy went (copy_known)? */
-static inline int known_here(unsigned entry, CUdeviceptr dst, CUdeviceptr src, CUstream stream)
-{
-    const struct known_copy *k = &cb_tls_known;
-    return k->run && k->rq.stream == stream && k->rq.hook == cb_entry_hook(entry) && in_alloc(&k->rq.dcls, dst) &&
-           in_alloc(&k->rq.scls, src);
 }
 
 /* ---- a burst's first copy ----------------------------------------------------------- */
@@ -791,8 +688,6 @@ CUresult cb_copy(unsigned entry, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
         return copy_waited(entry, dst, src, bytes, stream);
     if (CB_LIKELY(!cb_runs_active() && bytes - 1 < cb_policy_first_max))
         return copy_first(entry, dst, src, bytes, stream);
-    if (known_here(entry, dst, src, stream))
-        return copy_known(entry, dst, src, bytes, stream);
     return copy_one(entry, dst, src, bytes, stream);
 }
 

@@ -214,7 +214,7 @@ enum cb_kind { CB_MEM_UNKNOWN = 0, CB_MEM_DEVICE, CB_MEM_HOST, CB_MEM_MANAGED };
 struct cb_class {
     enum cb_kind kind;
     int device;     /* ordinal for device memory, -1 otherwise */
-    uintptr_t lo, end; /* the allocation holding the pointer (both 0: unknown) */
+    uintptr_t end;  /* end of the allocation holding the pointer (0 unknown) */
     CUcontext kctx; /* the context whose kernels may touch it at this address (NULL: none) */
 };
 /* Returns 0 and fills *out, or -1 when the driver query failed. */
@@ -223,11 +223,6 @@ int cb_classify(uintptr_t p, struct cb_class *out);
  * the previous copy's: then no lookup at all). */
 int cb_classify_pair(uintptr_t dst, uintptr_t src, struct cb_class *d, struct cb_class *s);
 void cb_forget_classes(void); /* memory was freed, unmapped or (re)registered */
-/* The classes' generation: it moves whenever cb_forget_classes is called, and
- * a class stays right while it stays.  _seen: the one of the classes
- * cb_classify_pair last gave this thread (no newer than the classes). */
-uint64_t cb_classes_gen(void);
-uint64_t cb_classes_gen_seen(void);
 /* Rule 14: memory made at p (an allocation, registration or mapping that
  * succeeded) is described once and kept where every copy finds it. */
 void cb_classes_announce(uintptr_t p);

@@ -107,7 +107,6 @@ struct cb_copy_req {
     CUstream stream; /* as the program passed it */
     enum cb_stream_kind sk;
     struct cb_class dcls, scls;
-    uint64_t gen;   /* their generation (cb_classes_gen_seen); 0: not kept for the next copy */
     CUcontext ctx;  /* the current context (known for a legacy-stream copy) */
     int kernel_ok;  /* the copy kernel may execute it on its stream (copy.c) */
     struct cb_rows rows; /* a 2D copy's rows (height 0: a 1D copy) */

@@ -26,11 +26,10 @@ void cb_forget_context_runs(CUcontext ctx); /* no lock held: its runs' events di
 void cb_runs_atfork_prepare(void);
 void cb_runs_atfork_parent(void);
 void cb_runs_atfork_child(void);
-/* Is run, locked, still key's run (a removed run may have been reused for
- * another stream)?  Changes nothing. */
-static inline int cb_run_keyed(const struct cb_run *run, const struct cb_run_key *key)
-{
-    return run->live && run->key.stream == key->stream && run->key.owner == key->owner;
-}
+#ifdef CB_DEBUG
+/* The debug build's check of the shortcuts (copy.c), changing nothing: whether
+ * run is still key's (a removed run may have been reused for another stream). */
+int cb_run_keyed(const struct cb_run *run, const struct cb_run_key *key);
+#endif
 
 #endif /* CUBATCH_STORE_H */

@@ -406,8 +406,8 @@ START_TEST(unregistered_memory_is_pageable_again)
     STAT_GE(p.shim, "allocs_announced", 2);
     pair_free(&p);
     /* the same while another thread's run is queued: no pageable copy passes
-     * as a burst's first, and none is deferred on what this thread's last
-     * deferred copy learned of the memory before it was unregistered */
+     * as a burst's first, and none is deferred on what was learned of the
+     * memory before it was unregistered */
     p = both("unregister_known", NULL);
     STAT_EQ(p.shim, "pass_pageable", N_COPIES_PER_PASS);
     STAT_GE(p.shim, "deferred", 2 * (N_COPIES_PER_PASS - 2) + 1);
@@ -415,11 +415,11 @@ START_TEST(unregistered_memory_is_pageable_again)
 }
 END_TEST
 
-/* A copy that goes where the thread's last deferred copy went takes a
- * shorter path (copy.c, copy_known) only while what that copy learned holds:
- * one that runs past the end of its device memory passes through (rule 5 of
- * the memory), and a new stream at a destroyed one's handle gets its own run. */
-START_TEST(a_copy_on_what_the_last_one_learned_is_checked)
+/* What a stream's earlier copies between two allocations learned does not
+ * carry over: a copy that runs past the end of that device memory passes
+ * through (rule 5 of the memory), and a new stream at a destroyed one's handle
+ * gets its own run. */
+START_TEST(what_earlier_copies_learned_does_not_carry_over)
 {
     const char *const env[] = {"CUSIM_HANDLE_REUSE=1", NULL};
     struct pair p = both("known_edges", env);
@@ -2536,7 +2536,7 @@ int main(void)
         {"deferral", TH_TESTS(runs_become_batches, pageable_passes_through, every_direction_is_counted,
                               copies_over_the_size_limit_pass_through, many_allocations_are_classified_once,
                               memory_is_known_from_its_allocation, unregistered_memory_is_pageable_again,
-                              a_copy_on_what_the_last_one_learned_is_checked,
+                              what_earlier_copies_learned_does_not_carry_over,
                               single_copy_goes_out_as_itself,
                               policy_keeps_slow_band_out, policy_pass_through_keeps_the_run, slow_copies_pass_fast_ones_batch,
                               managed_memory)},

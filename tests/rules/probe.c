@@ -1169,9 +1169,9 @@ static void *queue_two_in(void *p)
 }
 
 /* With other_run, another thread's copy stays queued on its own stream while
- * the pageable pass runs: each of the pass's copies then goes where this
- * thread's last deferred copy went, the registered pass's stream and memory
- * (copy.c, copy_known), and must still find its source pageable now. */
+ * the pageable pass runs: no copy of the pass is a burst's first that passes
+ * unexamined (no run anywhere would hold nothing), each goes where the
+ * registered pass's copies went and must find its source pageable now. */
 static void unregister_pass(int other_run)
 {
     unsigned char *host = aligned_alloc(4096, N * SZ), *want = malloc(N * SZ), *back = pinned(N * SZ);
@@ -1211,12 +1211,12 @@ static void unregister_pass(int other_run)
 static void sc_unregister_forgets(void) { unregister_pass(0); }
 static void sc_unregister_known(void) { unregister_pass(1); }
 
-/* Copies that go where this thread's last deferred copy went (copy.c,
- * copy_known), while another thread's run is queued: the last of a stream's
- * run runs past the end of its device memory (it passes as the driver's to
- * answer, the run before it goes out); then the stream is destroyed and a new
- * one made at its handle (CUSIM_HANDLE_REUSE=1), whose copies go to its own
- * run, not to the destroyed stream's. */
+/* A stream's copies between two allocations, while another thread's run is
+ * queued: the last runs past the end of its device memory (it passes as the
+ * driver's to answer, the run before it goes out); then the stream is
+ * destroyed and a new one made at its handle (CUSIM_HANDLE_REUSE=1), whose
+ * copies between the same allocations go to its own run, not to the
+ * destroyed stream's. */
 static void sc_known_edges(void)
 {
     unsigned char *src = malloc((N + 1) * SZ), *in = pinned((N + 1) * SZ), *back = pinned(N * SZ);
