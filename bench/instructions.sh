@@ -16,9 +16,12 @@
 #   tile       tiles_path --rounds 5: 256 tiles of 32 rows x 256 B of one
 #              pitched region, host to device, a round's loop and its
 #              synchronize (the submissions included), per tile
+#   launch     launch_hook -r 5 -n 1000 (BENCH_SIM=1): a kernel launch through
+#              cubatch's cuLaunchKernel with nothing queued, 7,000 of them (the
+#              driver's own launches beside them cost cubatch nothing)
 #
 #   instructions.sh BIN SIMDIR LIB [LIB2 ...]
-# BIN holds copy_path, inproc_lone, bench_copies and tiles_path (bench/build-bench.sh);
+# BIN holds copy_path, inproc_lone, bench_copies, tiles_path and launch_hook (bench/build-bench.sh);
 # SIMDIR the simulated driver (tests/sim/.libs).  Prints one table row per
 # library.  Needs valgrind.
 set -eu
@@ -75,8 +78,8 @@ print("%.0f / %.0f" % (self_ / calls, (self_ + helped) / calls), end="")
 PY
 }
 
-echo "| library | deferred | policy | lone | lone-leg | record | tile |"
-echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+echo "| library | deferred | policy | lone | lone-leg | record | tile | launch |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 for lib in "$@"; do
     lib=$(cd "$(dirname "$lib")" && pwd)/$(basename "$lib")
     cg=(valgrind --tool=callgrind)
@@ -100,5 +103,8 @@ for lib in "$@"; do
     env LD_LIBRARY_PATH="$sim" LD_PRELOAD="$lib" \
         "${cg[@]}" --callgrind-out-file="$tmp/t" "$bin/tiles_path" --rounds 5 >/dev/null 2>&1
     row+=" | $(own "$base" "$tmp/t" 1280)"
+    env LD_LIBRARY_PATH="$sim" LD_PRELOAD="$lib" BENCH_SIM=1 \
+        "${cg[@]}" --callgrind-out-file="$tmp/k" "$bin/launch_hook" -r 5 -n 1000 >/dev/null 2>&1
+    row+=" | $(own "$base" "$tmp/k" 7000)"
     echo "$row |"
 done
