@@ -1,7 +1,8 @@
 /* bench_cu.h - what the driver-API benchmarks in C share (bench_copies.c,
- * bench_tiles.c): a driver call checked, the program ending with the driver's
- * error's name and the line, a monotonic clock in microseconds, the order of
- * doubles for qsort, and the CPUs the process may run on.  The including file
+ * bench_tiles.c, tiles_path.c, launch_hook.c): a driver call checked, the
+ * program ending with the driver's error's name and the line, a monotonic
+ * clock in microseconds, the order of doubles for qsort, and the CPUs the
+ * process may run on.  The including file
  * defines _GNU_SOURCE (sched_getaffinity) and BENCH_NAME, the program's name
  * for its messages. */
 #ifndef CUBATCH_BENCH_CU_H

@@ -22,24 +22,13 @@
  * synchronize); ns per launch: its time over LAUNCHES; ratio: this column's
  * time over the driver's in the same round.  Exit: 0 done, 1 error or a wrong count, 2 usage, 77 no GPU. */
 #define _GNU_SOURCE
-#include <cuda.h>
+#define BENCH_NAME "launch_hook"
+#include "bench_cu.h"
 
 #include <dlfcn.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
-
-#define CK(call)                                                                     \
-    do {                                                                             \
-        CUresult e_ = (call);                                                        \
-        if (e_ != CUDA_SUCCESS) {                                                    \
-            fprintf(stderr, "launch_hook:%d: %s failed: %d\n", __LINE__, #call, e_); \
-            exit(1);                                                                 \
-        }                                                                            \
-    } while (0)
 
 static const char ptx[] = ".version 8.0\n.target sm_80\n.address_size 64\n"
                           ".visible .entry tick(.param .u64 p)\n{\n"
@@ -50,22 +39,9 @@ static const char ptx[] = ".version 8.0\n.target sm_80\n.address_size 64\n"
 typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                               CUstream, void **, void **);
 
-static double now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e9 + t.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static double median(double *v, int n)
 {
-    qsort(v, (size_t)n, sizeof *v, cmp);
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
@@ -130,8 +106,11 @@ int main(int argc, char **argv)
     CK(cuMemAlloc(&counter, sizeof(unsigned)));
     CK(cuMemsetD32(counter, 0, 1));
     void *args[] = {&counter};
-    printf("# device %s, cubatch %s, stream %s, hook %s\n", name, getenv("LD_PRELOAD") ? "preloaded" : "not loaded",
-           legacy ? "legacy" : "side", found == own ? "none (the driver's own)" : "cubatch's wrapper");
+    char cpus[128];
+    cpu_list(cpus, sizeof cpus);
+    printf("# device %s, cubatch %s, stream %s, hook %s, cpus %s\n", name,
+           getenv("LD_PRELOAD") ? "preloaded" : "not loaded", legacy ? "legacy" : "side",
+           found == own ? "none (the driver's own)" : "cubatch's wrapper", cpus);
     /* columns: the driver's own, the wrapper the program finds, the driver's own again (A/A) */
     const char *names[COLS] = {"driver", "found", "driver2"};
     launch_fn fns[COLS] = {own, found, own};
@@ -147,13 +126,13 @@ int main(int argc, char **argv)
     for (int r = 0; r < rounds; r++)
         for (int k = 0; k < COLS; k++) {
             int c = (k + r) % COLS;
-            double t0 = now_ns();
+            double t0 = now_us();
             for (int i = 0; i < launches; i++)
                 CK(fns[c](fn, 1, 1, 1, 32, 1, 1, 0, s, args, NULL));
-            double t1 = now_ns();
+            double t1 = now_us();
             CK(cuStreamSynchronize(s));
-            ns[0][c][r] = (t1 - t0) / launches;
-            ns[1][c][r] = (now_ns() - t0) / launches;
+            ns[0][c][r] = (t1 - t0) * 1e3 / launches;
+            ns[1][c][r] = (now_us() - t0) * 1e3 / launches;
             made += (unsigned long)launches;
         }
     unsigned got = 0;

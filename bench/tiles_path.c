@@ -9,36 +9,12 @@
  * --down: device to host (default host to device).  Prints the median over
  * rounds of ns per tile (the loop and its synchronize). */
 #define _GNU_SOURCE
-#include <cuda.h>
+#define BENCH_NAME "tiles_path"
+#include "bench_cu.h"
 
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-#define CK(x)                                                                         \
-    do {                                                                              \
-        CUresult rc_ = (x);                                                           \
-        if (rc_ != CUDA_SUCCESS) {                                                    \
-            fprintf(stderr, "tiles_path: %s = %d (line %d)\n", #x, (int)rc_, __LINE__); \
-            exit(1);                                                                  \
-        }                                                                             \
-    } while (0)
 
 enum { TILES = 256, COLS = 16, W = 256, H = 32, MAX_ROUNDS = 1000 };
-
-static double now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e9 + t.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 int main(int argc, char **argv)
 {
@@ -73,7 +49,7 @@ int main(int argc, char **argv)
     memset(h, 1, bytes);
     double ns[MAX_ROUNDS];
     for (int r = 0; r < rounds; r++) {
-        double t0 = now_ns();
+        double t0 = now_us();
         for (int t = 0; t < TILES; t++) {
             CUDA_MEMCPY2D c;
             memset(&c, 0, sizeof c);
@@ -92,10 +68,12 @@ int main(int argc, char **argv)
             CK(cuMemcpy2DAsync(&c, s));
         }
         CK(cuStreamSynchronize(s));
-        ns[r] = (now_ns() - t0) / TILES;
+        ns[r] = (now_us() - t0) * 1e3 / TILES;
     }
-    qsort(ns, (size_t)rounds, sizeof ns[0], cmp);
-    printf("tiles_path: %s, %d rounds, %.1f ns a tile (median), %.1f (min)\n", down ? "d2h" : "h2d", rounds,
-           ns[rounds / 2], ns[0]);
+    qsort(ns, (size_t)rounds, sizeof ns[0], cmp_d);
+    char cpus[128];
+    cpu_list(cpus, sizeof cpus);
+    printf("tiles_path: %s, %d rounds, %.1f ns a tile (median), %.1f (min), cpus %s\n", down ? "d2h" : "h2d", rounds,
+           ns[rounds / 2], ns[0], cpus);
     return 0;
 }
