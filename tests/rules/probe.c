@@ -1193,7 +1193,7 @@ static void unregister_pass(int other_run)
             if (pass == 1) /* pageable: the source may be reused at once */
                 memset(host + (size_t)i * SZ, 0xEE, SZ);
         }
-        if (other_run) { /* read back without a deferred copy: the registered pass's copies stay the last */
+        if (other_run) { /* read back by a synchronous copy: each pass's copies are the last this thread queues */
             CK(cuStreamSynchronize(s));
             CK(cuMemcpyDtoH_v2(back, d, N * SZ));
         } else {
