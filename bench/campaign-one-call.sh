@@ -12,8 +12,8 @@
 #           the copy grid is compared with (campaign-rows.sh, campaign-43.sh)
 #   --bin, --gpu as campaign-rows.sh
 # Steps:
-#   1. launch_hook, side and legacy stream, twice each (the hook's cost per
-#      launch in one process)
+#   1. launch_hook, side and legacy stream, three times each, lib and base
+#      alternately (the hook's cost per launch in one process)
 #   2. run-contig.sh base/lib/lib2/plain, 7 rounds
 #   3. campaign-rows.sh (tiles' bytes, rule scenarios, GPU suite, tiles and
 #      the copy grid, the chunks of a contiguous run), --budget rows-budget
@@ -56,8 +56,12 @@ sha256sum "$lib" "$base" "$prev"
 
 stamp "1. launch_hook"
 mkdir -p "$out/step1"
-for s in side legacy side legacy; do
-    LD_PRELOAD="$lib" taskset -c 3 "$bin/launch_hook" -r 15 -n 4096 -s "$s" || { echo "launch_hook ($s) exit $?"; rc=1; }
+for s in side legacy side legacy side legacy; do
+    for which in lib base; do
+        [ "$which" = lib ] && l=$lib || l=$base
+        echo "## $which $s"
+        LD_PRELOAD="$l" taskset -c 3 "$bin/launch_hook" -r 15 -n 4096 -s "$s" || { echo "launch_hook ($which $s) exit $?"; rc=1; }
+    done
 done >"$out/step1/hook.txt" 2>&1
 cat "$out/step1/hook.txt"
 pack step1

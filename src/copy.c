@@ -517,7 +517,7 @@ static __attribute__((noinline)) CUresult issue_after_run(const struct cb_copy_r
 
 /* A classified copy of memory that may be deferred (rules 1 and 5 of the
  * memory): counted by direction, then the policy, then defer(). */
-static inline __attribute__((always_inline)) CUresult copy_eligible(struct cb_tstats *t, struct cb_copy_req *rq)
+static CB_ALWAYS_INLINE CUresult copy_eligible(struct cb_tstats *t, struct cb_copy_req *rq)
 {
     enum cb_direction d = direction(rq->dcls.kind, rq->scls.kind);
     cb_bump(&t->v[cb_direction_stat(d)], 1);

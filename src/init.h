@@ -4,7 +4,7 @@
 
 #include "internal.h"
 
-static inline void cb_init(void)
+static CB_ALWAYS_INLINE void cb_init(void)
 {
     if (CB_LIKELY(atomic_load_explicit(&cb_init_done, memory_order_acquire)))
         return;

@@ -37,6 +37,8 @@
 #define CB_HIDDEN __attribute__((visibility("hidden")))
 #define CB_LIKELY(x) __builtin_expect(!!(x), 1)
 #define CB_UNLIKELY(x) __builtin_expect(!!(x), 0)
+/* A wrapper's few loads on the path every call takes: never a call of their own. */
+#define CB_ALWAYS_INLINE inline __attribute__((always_inline))
 /* initial-exec TLS: one pointer per thread, no __tls_get_addr on the copy path. */
 #define CB_TLS __thread __attribute__((tls_model("initial-exec")))
 #define CB_EXPAND(...) __VA_ARGS__

@@ -26,7 +26,8 @@ struct cb_burst_note {
     struct cb_run *run;  /* its run when the note was written (never freed: store.c's header) */
 };
 static CB_TLS struct cb_burst_note cb_tls_bursts[CB_BURST_NOTES];
-static CB_TLS unsigned cb_tls_bursts_next, cb_tls_bursts_open, cb_tls_bursts_last;
+static CB_TLS unsigned cb_tls_bursts_next, cb_tls_bursts_last;
+CB_TLS unsigned cb_tls_bursts_open; /* bursts no call has named yet (notes.h) */
 static CB_TLS unsigned cb_tls_bursts_legacy; /* notes of a legacy stream (one per context) */
 
 /* This thread's pass spells (notes.h): one per stream its copies last passed on

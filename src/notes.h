@@ -63,6 +63,10 @@ static inline int cb_run_spells_here(void) { return cb_tls_spells_live != 0; }
 /* A call on this thread names stream s (or, below, every stream): the bursts
  * this thread began there end (no run touched). */
 void cb_runs_named_here(CUstream s, enum cb_stream_kind sk);
+extern CB_TLS unsigned cb_tls_bursts_open;
+/* cb_runs_named_here has nothing to end: this thread holds no spell and no
+ * burst it began is unnamed. */
+static inline int cb_runs_nothing_named_here(void) { return (cb_tls_spells_live | cb_tls_bursts_open) == 0; }
 void cb_runs_all_named_here(void);
 int cb_runs_burst_here(void); /* this thread began a burst no call has named yet */
 /* fork's child (fork.c's table): the forking thread's notes and spells start

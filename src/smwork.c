@@ -8,8 +8,11 @@
  * launches may fill the GPU: a grid of at least (blocks one SM holds of it, as
  * the driver's occupancy calculator says) x (SMs of the smallest device)
  * blocks, or any launch whose size nobody can tell (graphs, the old cuLaunch
- * entry points, a failed occupancy query).  Smaller grids leave SMs free, and
- * the copy kernel runs beside them.  Nothing is queried on the launch path:
+ * entry points, a failed occupancy query for a grid of at least as many
+ * blocks as SMs).  Smaller grids leave SMs free, and the copy kernel runs
+ * beside them (a grid of fewer blocks than SMs is let go in smwork.h, before
+ * any call: a launch-bound program's launches are mostly such).  Nothing is
+ * queried on the launch path:
  * when a run of host memory copies is about to take the copy kernel, each
  * counted stream of its context is asked once (cuStreamQuery, the real one)
  * and forgotten once idle.  Work of other processes or APIs is not seen
@@ -56,16 +59,16 @@ static atomic_int cb_busy_any; /* cb_nbusy + cb_noverflow: the lock-free "nothin
  * found at one generation holds while it stays, as only a launch cubatch sees
  * makes a stream of this process busy (cb_smwork_note_busy). */
 static atomic_uint cb_busy_gen;
-static atomic_uint cb_min_sms; /* 0: not known yet */
-static int cb_tracking;         /* the engine choice asks (engine.c) */
+atomic_uint cb_smwork_min_sms; /* 0: not known yet (smwork.h) */
+int cb_smwork_tracking;         /* the engine choice asks (engine.c) */
 
-void cb_smwork_init(int track) { cb_tracking = track; }
+void cb_smwork_init(int track) { cb_smwork_tracking = track; }
 
 /* At the first launch (the driver is initialised by then; it may not be when
  * cubatch initialises). */
 static unsigned min_sms(void)
 {
-    unsigned known = atomic_load_explicit(&cb_min_sms, memory_order_relaxed);
+    unsigned known = atomic_load_explicit(&cb_smwork_min_sms, memory_order_relaxed);
     if (known)
         return known;
     /* every device, until the ordinal is refused (no cuDeviceGetCount: the flush
@@ -77,7 +80,7 @@ static unsigned min_sms(void)
         if (sms > 0 && (!min || (unsigned)sms < min))
             min = (unsigned)sms;
     known = min ? min : 1; /* unknown: any grid as large as one SM holds fills */
-    atomic_store_explicit(&cb_min_sms, known, memory_order_relaxed);
+    atomic_store_explicit(&cb_smwork_min_sms, known, memory_order_relaxed);
     return known;
 }
 
@@ -102,6 +105,8 @@ static int blocks_per_sm(CUfunction f, uint64_t threads, uint64_t smem)
 
 static int may_fill(CUfunction f, uint64_t blocks, uint64_t threads, uint64_t smem)
 {
+    if (f && blocks < min_sms())
+        return 0; /* each block runs on one SM: some stay free, whatever the occupancy */
     int per_sm = f && threads ? blocks_per_sm(f, threads, smem) : 0;
     if (!per_sm) {
         CB_COUNT(launches_unsized);
@@ -115,9 +120,9 @@ static int same_stream(const struct cb_busy *b, uintptr_t stream, uintptr_t owne
     return b->stream == stream && b->owner == owner && b->ctx == ctx;
 }
 
-void cb_smwork_launch(CUstream s, int ptsz, CUfunction f, uint64_t blocks, uint64_t threads, uint64_t smem)
+void cb_smwork_note_launch(CUstream s, int ptsz, CUfunction f, uint64_t blocks, uint64_t threads, uint64_t smem)
 {
-    if (!cb_tracking || !may_fill(f, blocks, threads, smem))
+    if (!may_fill(f, blocks, threads, smem))
         return;
     enum cb_stream_kind sk = cb_stream_kind(s, ptsz);
     cb_capture_lock();

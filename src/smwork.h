@@ -15,7 +15,19 @@ void cb_smwork_init(int track);
  * of `threads` threads and `smem` bytes of dynamic shared memory running f
  * (NULL: unknown, such as a graph).  Counts the stream when the launch may
  * occupy every SM (or nobody can tell). */
-void cb_smwork_launch(CUstream s, int ptsz, CUfunction f, uint64_t blocks, uint64_t threads, uint64_t smem);
+void cb_smwork_note_launch(CUstream s, int ptsz, CUfunction f, uint64_t blocks, uint64_t threads, uint64_t smem);
+extern int cb_smwork_tracking;
+extern atomic_uint cb_smwork_min_sms;
+/* A grid of fewer blocks than the smallest device has SMs leaves SMs free
+ * (a block runs on one SM), whatever its occupancy: the small launches of a
+ * launch-bound program are answered here, without a call. */
+static inline void cb_smwork_launch(CUstream s, int ptsz, CUfunction f, uint64_t blocks, uint64_t threads,
+                                    uint64_t smem)
+{
+    if (!cb_smwork_tracking || (f && blocks < atomic_load_explicit(&cb_smwork_min_sms, memory_order_relaxed)))
+        return;
+    cb_smwork_note_launch(s, ptsz, f, blocks, threads, smem);
+}
 /* After a successful context synchronize, and before a context is destroyed,
  * released or reset: nothing of ctx (NULL: the current context) runs, or will
  * be asked about. */

@@ -1399,6 +1399,15 @@ START_TEST(compute_that_leaves_room_or_would_be_waited_for)
     STAT_GE(p.shim, "load_copy_engines", 1);
     STAT_EQ(p.shim, "kernel_launches", 0);
     pair_free(&p);
+    /* fewer blocks than SMs cannot fill the GPU, whatever the occupancy: not
+     * counted even when the calculator fails (the launch is let go before it
+     * is asked) */
+    p = both("sm_few", no_occupancy);
+    STAT_EQ(p.shim, "launches_unsized", 0);
+    STAT_EQ(p.shim, "launches_filling", 0);
+    STAT_EQ(p.shim, "load_queries", 0);
+    STAT_GE(p.shim, "kernel_launches", 1);
+    pair_free(&p);
     /* a graph launch: its size is never known */
     p = both("marker_graph_launch", automatic);
     STAT_EQ(p.shim, "launches_unsized", 1);
@@ -1886,6 +1895,12 @@ START_TEST(waits_ride_until_the_waiting_stream_is_named)
         STAT_GE(p.shim, "flush_event", 32); /* each wait submitted the run holding its record */
         pair_free(&p);
     }
+    /* still pending when the run holding their records went out by another
+     * call, with nothing queued anywhere: the waiting stream's launch makes them */
+    struct pair pl = both("waits_launch", open_run);
+    STAT_GE(pl.shim, "waits_ridden", 62);
+    ck_assert_int_eq(num_of(&pl.shim, "launch_made_waits: "), 1);
+    pair_free(&pl);
     /* still pending when the waiting stream's next copy is a burst's first,
      * with nothing queued anywhere: made before that copy */
     struct pair p = both("waits_first_copy", open_run);

@@ -1707,14 +1707,20 @@ static CUfunction compute_fn(void)
 
 /* Compute on s: `blocks_per_sm` blocks of 256 threads per SM of the device (8 fill
  * it), running until `polls` queries of s found it running, or something waits. */
-static void compute(CUfunction f, CUstream s, unsigned blocks_per_sm, unsigned polls)
+static void compute_blocks(CUfunction f, CUstream s, int blocks_per_sm, unsigned polls)
 {
     if (!f)
         return;
     int sms = 0;
     CK(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0));
     void *params[] = {&polls};
-    CK(cuLaunchKernel(f, blocks_per_sm * (unsigned)sms, 1, 1, 256, 1, 1, 0, s, params, NULL));
+    /* blocks_per_sm -1: one block fewer than the SMs */
+    unsigned blocks = blocks_per_sm < 0 ? (unsigned)sms - 1 : (unsigned)blocks_per_sm * (unsigned)sms;
+    CK(cuLaunchKernel(f, blocks, 1, 1, 256, 1, 1, 0, s, params, NULL));
+}
+static void compute(CUfunction f, CUstream s, unsigned blocks_per_sm, unsigned polls)
+{
+    compute_blocks(f, s, (int)blocks_per_sm, polls);
 }
 
 /* The timer submits the owner's per-thread run on the side stream while its
@@ -1803,7 +1809,7 @@ static void sc_ptds_pause_pass(void)
     free(src);
 }
 
-enum sm_mode { SM_BUSY, SM_IDLE_SYNC, SM_IDLE_EVENT, SM_IDLE_QUERY, SM_ROOM, SM_BUSY_D2D, SM_BUSY_LEGACY,
+enum sm_mode { SM_BUSY, SM_IDLE_SYNC, SM_IDLE_EVENT, SM_IDLE_QUERY, SM_ROOM, SM_FEW, SM_BUSY_D2D, SM_BUSY_LEGACY,
                SM_LEGACY_COMPUTE, SM_DESTROYED };
 
 /* Compute on a non-blocking stream (the legacy stream for SM_LEGACY_COMPUTE), then 64
@@ -1817,7 +1823,7 @@ static void sm_scenario(enum sm_mode mode)
     unsigned char *in = pinned(N * SZ), *out = pinned(N * SZ);
     fill(in, N * SZ, 40 + mode);
     CUdeviceptr d = devmem(N * SZ), d2 = devmem(N * SZ);
-    compute(f, a, mode == SM_ROOM ? 2 : 8, mode == SM_IDLE_QUERY ? 3 : 1u << 30);
+    compute_blocks(f, a, mode == SM_ROOM ? 2 : mode == SM_FEW ? -1 : 8, mode == SM_IDLE_QUERY ? 3 : 1u << 30);
     if (mode == SM_IDLE_SYNC)
         CK(cuStreamSynchronize(a));
     if (mode == SM_DESTROYED) { /* its work still runs; the handle is gone */
@@ -1863,6 +1869,7 @@ static void sc_sm_idle_sync(void) { sm_scenario(SM_IDLE_SYNC); }
 static void sc_sm_idle_event(void) { sm_scenario(SM_IDLE_EVENT); }
 static void sc_sm_idle_query(void) { sm_scenario(SM_IDLE_QUERY); }
 static void sc_sm_room(void) { sm_scenario(SM_ROOM); }
+static void sc_sm_few(void) { sm_scenario(SM_FEW); }
 static void sc_sm_busy_d2d(void) { sm_scenario(SM_BUSY_D2D); }
 static void sc_sm_busy_legacy(void) { sm_scenario(SM_BUSY_LEGACY); }
 static void sc_sm_legacy_compute(void) { sm_scenario(SM_LEGACY_COMPUTE); }
@@ -2469,6 +2476,9 @@ static void sc_marker_graph_launch(void)
     CUgraphExec ge;
     CK(cuGraphInstantiateWithFlags(&ge, g, 0));
     CK(cuStreamSynchronize(s3));
+    /* a small grid first: the SM count is known when the graph launches (a
+     * graph's size stays unknown all the same) */
+    compute_blocks(compute_fn(), s3, -1, 1);
     struct marker_setup m;
     marker_setup(&m, CU_EVENT_DISABLE_TIMING, 1);
     CK(cuGraphLaunch(ge, s3));
@@ -2742,7 +2752,7 @@ static void sc_merged_graph_launch(void)
  * checked through a copy made after it: the pending waits must have reached
  * the driver before that call, after the run holding their records. */
 enum waits_then { WT_COPY, WT_RECORD, WT_SYNC, WT_QUERY, WT_CAPTURE, WT_DESTROY, WT_RERECORD, WT_CTX_SYNC,
-                  WT_GRAPH };
+                  WT_GRAPH, WT_LAUNCH };
 static void waits_ride(enum waits_then then)
 {
     unsigned char *hsrc = pinned(N * SZ), *back = malloc(N * SZ), *src2 = malloc(SZ), *out2 = pinned(SZ);
@@ -2798,6 +2808,14 @@ static void waits_ride(enum waits_then then)
             CK(cuEventRecord(ev[i], other_s));
         break;
     case WT_CTX_SYNC: CK(cuCtxSynchronize()); break;
+    case WT_LAUNCH: { /* the copy stream's run goes out by its own synchronize; the
+                       * waits still pending are the compute stream's: its launch makes them */
+        CK(cuStreamSynchronize(copy_s));
+        unsigned long made = sim_count("cuStreamWaitEvent");
+        compute_blocks(compute_fn(), compute_s, -1, 1);
+        printf("launch_made_waits: %lu\n", sim_count("cuStreamWaitEvent") > made ? 1ul : 0ul);
+        break;
+    }
     case WT_GRAPH: CK(cuGraphLaunch(ge, other_s)); break;
     }
     /* what the compute stream (or the stream following its record) sees */
@@ -2822,6 +2840,7 @@ static void sc_waits_capture(void) { waits_ride(WT_CAPTURE); }
 static void sc_waits_destroy(void) { waits_ride(WT_DESTROY); }
 static void sc_waits_rerecord(void) { waits_ride(WT_RERECORD); }
 static void sc_waits_ctx_sync(void) { waits_ride(WT_CTX_SYNC); }
+static void sc_waits_launch(void) { waits_ride(WT_LAUNCH); }
 static void sc_waits_graph(void) { waits_ride(WT_GRAPH); }
 
 /* Rule 16: a wait for an event that is already complete orders nothing; one
@@ -4195,7 +4214,7 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"interleave", sc_interleave},   {"many_pinned", sc_many_pinned}, {"pinned_per_block", sc_pinned_per_block}, {"unregister_forgets", sc_unregister_forgets}, {"unregister_known", sc_unregister_known}, {"known_edges", sc_known_edges}, {"exit_destructor", sc_exit_destructor},   {"pace", sc_pace},     {"ctx_reset", sc_ctx_reset}, {"ctx_destroy", sc_ctx_destroy},
     {"ctx_event", sc_ctx_event},     {"primary_release", sc_primary_release}, {"ctx_reuse", sc_ctx_reuse},   {"resolve", sc_resolve},
     {"sm_busy", sc_sm_busy},         {"sm_idle_sync", sc_sm_idle_sync},   {"sm_idle_event", sc_sm_idle_event},
-    {"sm_idle_query", sc_sm_idle_query}, {"sm_room", sc_sm_room},         {"sm_busy_d2d", sc_sm_busy_d2d},
+    {"sm_idle_query", sc_sm_idle_query}, {"sm_room", sc_sm_room}, {"sm_few", sc_sm_few},         {"sm_busy_d2d", sc_sm_busy_d2d},
     {"sm_busy_legacy", sc_sm_busy_legacy}, {"sm_legacy_compute", sc_sm_legacy_compute},
     {"sm_destroyed", sc_sm_destroyed}, {"measured", sc_measured}, {"measured_cold", sc_measured_cold}, {"held_records", sc_held_records},
     {"sm_busy_later", sc_sm_busy_later}, {"sm_busy_ends", sc_sm_busy_ends},
@@ -4217,6 +4236,7 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"waits_copy", sc_waits_copy},     {"waits_record", sc_waits_record}, {"waits_sync", sc_waits_sync},
     {"waits_query", sc_waits_query},   {"waits_capture", sc_waits_capture}, {"waits_destroy", sc_waits_destroy},
     {"waits_rerecord", sc_waits_rerecord}, {"waits_ctx_sync", sc_waits_ctx_sync}, {"waits_graph", sc_waits_graph},
+    {"waits_launch", sc_waits_launch},
     {"waits_met", sc_waits_met}, {"waits_first_copy", sc_waits_first_copy},
     {"jax", sc_jax},                   {"trtllm", sc_trtllm},           {"set_enabled", sc_set_enabled},
     {"directions", sc_directions},     {"api_flush", sc_api_flush},
