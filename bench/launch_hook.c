@@ -6,7 +6,13 @@
  * launch-bound program could not see a cost of a few percent (issue 43).  A
  * second block of the driver's own calls each round is the A/A column.
  *
- *   launch_hook [-r ROUNDS] [-n LAUNCHES] [-s legacy|side]
+ *   launch_hook [-r ROUNDS] [-n LAUNCHES] [-s legacy|side] [-l LIB [-l LIB2]]
+ *
+ * -l: not preloaded; each LIB (a libcubatch.so, at most two, at different
+ * paths) is loaded with dlopen, RTLD_LOCAL (it interposes nothing), and its
+ * wrapper is a column of its own beside the driver's: two builds of the hook
+ * compared in one process, where their difference is a fraction of the
+ * spread between two processes.
  *
  *   ROUNDS    rounds (default 15), each timing LAUNCHES launches (default
  *             4096) plus a synchronize, once per column, the columns rotating
@@ -20,7 +26,8 @@
  *   column,measure,launches,rounds,median_ns_per_launch,min,max,ratio_median,ratio_min,ratio_max
  * measure: enqueue (the launch calls alone) or step (the launches and their
  * synchronize); ns per launch: its time over LAUNCHES; ratio: this column's
- * time over the driver's in the same round.  Exit: 0 done, 1 error or a wrong count, 2 usage, 77 no GPU. */
+ * time over the driver's in the same round; with two -l, lastly lib2/lib:
+ * the median (min, max) of their per-round ratio.  Exit: 0 done, 1 error or a wrong count, 2 usage, 77 no GPU. */
 #define _GNU_SOURCE
 #define BENCH_NAME "launch_hook"
 #include "bench_cu.h"
@@ -45,20 +52,23 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-enum { COLS = 3, MAX_ROUNDS = 1000 };
+enum { MAX_COLS = 4, MAX_ROUNDS = 1000 };
 
 int main(int argc, char **argv)
 {
-    int rounds = 15, launches = 4096, legacy = 0, opt;
-    while ((opt = getopt(argc, argv, "r:n:s:")) != -1) {
+    int rounds = 15, launches = 4096, legacy = 0, opt, nlibs = 0;
+    const char *libs[2];
+    while ((opt = getopt(argc, argv, "r:n:s:l:")) != -1) {
         if (opt == 'r')
             rounds = atoi(optarg);
         else if (opt == 'n')
             launches = atoi(optarg);
         else if (opt == 's' && (!strcmp(optarg, "legacy") || !strcmp(optarg, "side")))
             legacy = !strcmp(optarg, "legacy");
+        else if (opt == 'l' && nlibs < 2)
+            libs[nlibs++] = optarg;
         else {
-            fprintf(stderr, "usage: launch_hook [-r ROUNDS] [-n LAUNCHES] [-s legacy|side]\n");
+            fprintf(stderr, "usage: launch_hook [-r ROUNDS] [-n LAUNCHES] [-s legacy|side] [-l LIB [-l LIB2]]\n");
             return 2;
         }
     }
@@ -76,13 +86,30 @@ int main(int argc, char **argv)
     dlsym_fn libc_dlsym = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
     if (!libc_dlsym)
         libc_dlsym = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-    void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    void *drv = dlopen("libcuda.so.1", RTLD_NOW | (nlibs ? RTLD_GLOBAL : RTLD_NOLOAD));
     launch_fn own = drv && libc_dlsym ? (launch_fn)libc_dlsym(drv, "cuLaunchKernel") : NULL;
-    launch_fn found = (launch_fn)dlsym(RTLD_DEFAULT, "cuLaunchKernel");
-    if (!own || !found) {
-        fprintf(stderr, "launch_hook: cuLaunchKernel not found\n");
-        return 1;
+    /* columns: the driver's own, each wrapper, the driver's own again (A/A) */
+    const char *names[MAX_COLS] = {"driver", "found"};
+    launch_fn fns[MAX_COLS] = {own, (launch_fn)dlsym(RTLD_DEFAULT, "cuLaunchKernel")};
+    int cols = 2;
+    for (int i = 0; i < nlibs; i++) {
+        void *h = dlopen(libs[i], RTLD_NOW | RTLD_LOCAL);
+        if (!h) {
+            fprintf(stderr, "launch_hook: %s\n", dlerror());
+            return 1;
+        }
+        names[1 + i] = i ? "lib2" : "lib";
+        fns[1 + i] = libc_dlsym ? (launch_fn)libc_dlsym(h, "cuLaunchKernel") : NULL;
+        cols = 2 + i;
     }
+    names[cols] = "driver2";
+    fns[cols++] = own;
+    for (int c = 0; c < cols; c++)
+        if (!fns[c]) {
+            fprintf(stderr, "launch_hook: cuLaunchKernel not found (%s)\n", names[c]);
+            return 1;
+        }
+    launch_fn found = fns[1];
     CUdevice dev;
     CUcontext ctx;
     CUmodule mod;
@@ -109,23 +136,22 @@ int main(int argc, char **argv)
     char cpus[128];
     cpu_list(cpus, sizeof cpus);
     printf("# device %s, cubatch %s, stream %s, hook %s, cpus %s\n", name,
-           getenv("LD_PRELOAD") ? "preloaded" : "not loaded", legacy ? "legacy" : "side",
+           nlibs ? "loaded with dlopen" : getenv("LD_PRELOAD") ? "preloaded" : "not loaded", legacy ? "legacy" : "side",
            found == own ? "none (the driver's own)" : "cubatch's wrapper", cpus);
-    /* columns: the driver's own, the wrapper the program finds, the driver's own again (A/A) */
-    const char *names[COLS] = {"driver", "found", "driver2"};
-    launch_fn fns[COLS] = {own, found, own};
-    static double ns[2][COLS][MAX_ROUNDS]; /* [enqueue, step] */
+    for (int i = 0; i < nlibs; i++)
+        printf("# %s: %s\n", names[1 + i], libs[i]);
+    static double ns[2][MAX_COLS][MAX_ROUNDS]; /* [enqueue, step] */
     unsigned long made = 0;
     for (int w = 0; w < 2; w++) /* warm-up: JIT, the wrapper's first call */
-        for (int c = 0; c < COLS; c++) {
+        for (int c = 0; c < cols; c++) {
             for (int i = 0; i < launches; i++)
                 CK(fns[c](fn, 1, 1, 1, 32, 1, 1, 0, s, args, NULL));
             made += (unsigned long)launches;
             CK(cuStreamSynchronize(s));
         }
     for (int r = 0; r < rounds; r++)
-        for (int k = 0; k < COLS; k++) {
-            int c = (k + r) % COLS;
+        for (int k = 0; k < cols; k++) {
+            int c = (k + r) % cols;
             double t0 = now_us();
             for (int i = 0; i < launches; i++)
                 CK(fns[c](fn, 1, 1, 1, 32, 1, 1, 0, s, args, NULL));
@@ -144,7 +170,7 @@ int main(int argc, char **argv)
     printf("column,measure,launches,rounds,median_ns_per_launch,min,max,ratio_median,ratio_min,ratio_max\n");
     const char *measures[2] = {"enqueue", "step"};
     for (int m = 0; m < 2; m++)
-        for (int c = 1; c < COLS; c++) {
+        for (int c = 1; c < cols; c++) {
             double ratio[MAX_ROUNDS], v[MAX_ROUNDS], base[MAX_ROUNDS];
             for (int r = 0; r < rounds; r++) {
                 ratio[r] = ns[m][c][r] / ns[m][0][r];
@@ -160,5 +186,15 @@ int main(int argc, char **argv)
             printf("%s,%s,%d,%d,%.1f,%.1f,%.1f,%.4f,%.4f,%.4f\n", names[c], measures[m], launches, rounds, med, v[0],
                    v[rounds - 1], rm, ratio[0], ratio[rounds - 1]);
         }
+    if (nlibs == 2) { /* the two builds against each other, round by round */
+        printf("# lib2/lib,measure,ratio_median,ratio_min,ratio_max\n");
+        for (int m = 0; m < 2; m++) {
+            double ratio[MAX_ROUNDS];
+            for (int r = 0; r < rounds; r++)
+                ratio[r] = ns[m][2][r] / ns[m][1][r];
+            double rm = median(ratio, rounds);
+            printf("lib2/lib,%s,%.4f,%.4f,%.4f\n", measures[m], rm, ratio[0], ratio[rounds - 1]);
+        }
+    }
     return 0;
 }
