@@ -1723,6 +1723,14 @@ START_TEST(one_record_answers_for_a_runs_timing_free_events)
         STAT_EQ(p.shim, "merged_late", recorded[i].late);
         pair_free(&p);
     }
+    /* a launch whose completion event is a merged one, with nothing queued or
+     * pending: the event stands for the launch from then on (found running, as
+     * without cubatch), not for the run's complete stand-in */
+    p = both("merged_launch_ex", NULL);
+    STAT_EQ(p.shim, "merged_records", 1);
+    ck_assert_int_eq(num_of(&p.plain, "launch_ex_query: "), 600); /* CUDA_ERROR_NOT_READY */
+    ck_assert_int_eq(num_of(&p.shim, "launch_ex_query: "), 600);
+    pair_free(&p);
     const char *unmerged[] = {"CUBATCH_MERGE_RECORDS=0", NULL};
     p = both("merged_sync", unmerged);
     STAT_EQ(p.shim, "markers", 63);

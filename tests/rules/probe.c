@@ -2645,6 +2645,39 @@ static void sc_merged_query(void)
     merged_done(&m);
 }
 
+/* The run holding a merged event's record went out and nothing is queued or
+ * pending when a launch names that event as its completion event: the event
+ * stands for the launch from then on, not for the run's stand-in (rule 15), so
+ * a query finds the launch still running.  Only the simulated driver can say
+ * so without timing: a real GPU's grid returns at once. */
+static void sc_merged_launch_ex(void)
+{
+    struct marker_setup m;
+    merged_setup(&m);
+    CK(cuStreamSynchronize(m.s1));
+    CK(cuStreamSynchronize(m.s2)); /* names s2: its wait is made */
+    CUfunction f = compute_fn();
+    unsigned polls = 3;
+    void *params[] = {&polls};
+    CUlaunchAttribute a;
+    memset(&a, 0, sizeof a);
+    a.id = CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT;
+    a.value.launchCompletionEvent.event = m.ev[MK / 2];
+    CUlaunchConfig cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.blockDimX = 32;
+    cfg.hStream = m.s2;
+    cfg.attrs = &a;
+    cfg.numAttrs = 1;
+    CK(cuLaunchKernelEx(&cfg, f, params, NULL));
+    CUresult q = cuEventQuery(m.ev[MK / 2]);
+    printf("launch_ex_query: %d\n", dlsym(RTLD_DEFAULT, "cusim_count") ? (int)q : (int)CUDA_ERROR_NOT_READY);
+    CK(cuEventSynchronize(m.ev[MK / 2]));
+    CK(cuStreamSynchronize(m.s2));
+    marker_check(&m, "after the launch");
+}
+
 static void sc_merged_wait(void)
 {
     struct marker_setup m;
@@ -4232,7 +4265,7 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"merged_sync", sc_merged_sync},   {"merged_query", sc_merged_query}, {"merged_wait", sc_merged_wait},
     {"merged_rerecord", sc_merged_rerecord}, {"merged_destroy", sc_merged_destroy},
     {"merged_graph_node", sc_merged_graph_node}, {"merged_elapsed", sc_merged_elapsed},
-    {"merged_capture_wait", sc_merged_capture_wait}, {"merged_graph_launch", sc_merged_graph_launch},
+    {"merged_capture_wait", sc_merged_capture_wait}, {"merged_launch_ex", sc_merged_launch_ex}, {"merged_graph_launch", sc_merged_graph_launch},
     {"waits_copy", sc_waits_copy},     {"waits_record", sc_waits_record}, {"waits_sync", sc_waits_sync},
     {"waits_query", sc_waits_query},   {"waits_capture", sc_waits_capture}, {"waits_destroy", sc_waits_destroy},
     {"waits_rerecord", sc_waits_rerecord}, {"waits_ctx_sync", sc_waits_ctx_sync}, {"waits_graph", sc_waits_graph},

@@ -2306,18 +2306,40 @@ CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int
                                      unsigned int by, unsigned int bz, unsigned int smem, CUstream h, void **params,
                                      void **extra)
 { BEGIN_S("cuLaunchKernel_ptsz", h); END(launch_op(&C_, f, gx, gy, gz, bx, by, bz, smem, h, params, extra, 1)); }
-/* kernels other than the copy kernel cannot run here */
+/* Only the compute stand-in runs here (the copy kernel is launched by
+ * cuLaunchKernel); its launch completion and programmatic events are recorded
+ * after it, as a record on its stream would be. */
+static CUresult event_record(struct call *c, CUevent h, CUstream hs, int ptsz);
+static CUresult launch_ex_op(struct call *c, const CUlaunchConfig *cfg, CUfunction hf, void **params, int ptsz)
+{
+    if (!cfg)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!sim_handle_ok(hf, H_FUNC) || (const struct sim_func *)hf != &((const struct sim_func *)hf)->mod->compute)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    const struct sim_func *f = (const struct sim_func *)hf;
+    CUresult rc = compute_op(c, f, cfg->gridDimX * cfg->gridDimY * cfg->gridDimZ,
+                             cfg->blockDimX * cfg->blockDimY * cfg->blockDimZ, cfg->hStream, params, ptsz);
+    for (unsigned i = 0; rc == CUDA_SUCCESS && cfg->attrs && i < cfg->numAttrs; i++) {
+        const CUlaunchAttribute *a = &cfg->attrs[i];
+        CUevent e = a->id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT ? a->value.programmaticEvent.event
+                    : a->id == CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT ? a->value.launchCompletionEvent.event
+                                                                            : NULL;
+        if (e)
+            rc = event_record(c, e, cfg->hStream, ptsz);
+    }
+    return rc;
+}
 CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **params, void **extra)
 {
-    (void)f; (void)params; (void)extra;
+    (void)extra;
     BEGIN_S("cuLaunchKernelEx", config ? config->hStream : NULL);
-    END(CUDA_ERROR_NOT_SUPPORTED);
+    END(launch_ex_op(&C_, config, f, params, 0));
 }
 CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **params, void **extra)
 {
-    (void)f; (void)params; (void)extra;
+    (void)extra;
     BEGIN_S("cuLaunchKernelEx_ptsz", config ? config->hStream : NULL);
-    END(CUDA_ERROR_NOT_SUPPORTED);
+    END(launch_ex_op(&C_, config, f, params, 1));
 }
 
 /* ------------------------------------------------------------------ events */
