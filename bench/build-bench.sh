@@ -3,7 +3,7 @@
 #
 #   build-bench.sh DIR
 #
-# DIR/bench_copies, DIR/bench_tiles, DIR/copy_path, DIR/tiles_path, DIR/launch_hook and DIR/bench_threads (C11, driver API,
+# DIR/bench_copies, DIR/bench_tiles, DIR/copy_path, DIR/tiles_path, DIR/chunk_trace, DIR/launch_hook and DIR/bench_threads (C11, driver API,
 # -lcuda), DIR/inproc_lone (C11, loads the driver and cubatch with dlopen), DIR/kv_swap
 # (runtime API and, with -a driver, driver API copies: -lcuda), DIR/bench_launch,
 # DIR/load_bench, DIR/prio_probe and DIR/stage_probe (runtime API).
@@ -39,6 +39,7 @@ ${CC:-cc} -std=c11 -O2 -Wall -Wextra -I"$cuda/include" "$src/bench_tiles.c" \
 ${CC:-cc} -std=c11 -O2 -Wall -Wextra -I"$cuda/include" "$src/copy_path.c" -o "$out/copy_path" -L"$stubs" -lcuda
 ${CC:-cc} -std=c11 -O2 -Wall -Wextra -I"$cuda/include" "$src/launch_hook.c" -o "$out/launch_hook" -L"$stubs" -lcuda -ldl
 ${CC:-cc} -std=c11 -O2 -Wall -Wextra -I"$cuda/include" "$src/tiles_path.c" -o "$out/tiles_path" -L"$stubs" -lcuda
+${CC:-cc} -std=c11 -O2 -Wall -Wextra -I"$cuda/include" "$src/chunk_trace.c" -o "$out/chunk_trace" -L"$stubs" -lcuda
 ${CC:-cc} -std=c11 -O2 -Wall -Wextra -I"$cuda/include" "$src/inproc_lone.c" -o "$out/inproc_lone" -ldl
 ${CC:-cc} -std=c11 -O2 -Wall -Wextra -pthread -I"$cuda/include" "$src/bench_threads.c" \
     -o "$out/bench_threads" -L"$stubs" -lcuda -ldl

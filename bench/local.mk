@@ -31,6 +31,7 @@ EXTRA_DIST += \
 	bench/bench_launch.cu \
 	bench/launch_hook.c \
 	bench/tiles_path.c \
+	bench/chunk_trace.c \
 	bench/run-contig.sh \
 	bench/campaign-one-call.sh \
 	bench/campaign-43.sh \

@@ -205,6 +205,14 @@ size_t cb_engine_chunk(int kernel_ok, unsigned kind, unsigned chunks)
     return c < max ? c : max;
 }
 
+size_t cb_engine_merged_chunk(unsigned chunks)
+{
+    size_t c = CB_MERGED_CHUNK_FIRST;
+    for (unsigned i = 0; i < chunks && c < CB_MERGED_CHUNK_MAX; i++)
+        c += c / 2;
+    return c < CB_MERGED_CHUNK_MAX ? c : CB_MERGED_CHUNK_MAX;
+}
+
 /* Copies [off, off + n) again one by one after an engine refused them, on the
  * side stream or (NULL) each on its own stream argument. */
 static CUresult replay(const struct cb_engine *e, const struct cb_copies *c, size_t off, size_t n, CUstream stream,

@@ -32,6 +32,30 @@ enum { CB_CHUNK_H2D = 1, CB_CHUNK_HELD = 2 };
  * that will take it (kernel_ok), its CB_CHUNK_ bits, and after `chunks` chunk
  * submissions in a row. */
 size_t cb_engine_chunk(int kernel_ok, unsigned kind, unsigned chunks);
+/* Rule 18: a run whose copies so far merge into one copy goes out as that copy,
+ * through the copy engines, however many copies made it, so its chunks are
+ * cut by bytes, not by copies: each costs the program's thread one driver call
+ * and the engines a start, and each must bring the engines enough bytes to
+ * stay busy while the program issues the next.  The first at
+ * CB_MERGED_CHUNK_FIRST bytes, each next half as long again, up to
+ * CB_MERGED_CHUNK_MAX (docs/design.md rule 18, *The chunks of a contiguous
+ * run*). */
+#ifndef CB_MERGED_CHUNK_FIRST
+#define CB_MERGED_CHUNK_FIRST ((size_t)512 << 10)
+#endif
+#ifndef CB_MERGED_CHUNK_MAX
+#define CB_MERGED_CHUNK_MAX ((size_t)2 << 20)
+#endif
+/* The bytes at which such a run goes out after `chunks` chunks in a row. */
+size_t cb_engine_merged_chunk(unsigned chunks);
+/* 1 when the copies q holds go out as one merged copy, in chunks (kind: its
+ * CB_CHUNK_ bits: a held segment goes out whole, at its end, as
+ * cb_engine_chunk says). */
+static inline int cb_engine_merged_one(const struct cb_copies *q, unsigned kind)
+{
+    return q->merged.n == 1 && !(kind & CB_CHUNK_HELD) && cb_opt(CB_OPT_engine) == CB_ENGINE_AUTO &&
+           cb_opt(CB_OPT_pipeline);
+}
 /* Submit c's copies for a stream.  owner: the calling thread owns the
  * per-thread stream (else another thread's per-thread stream goes through the
  * side stream).  Nothing is dropped: a refused batch is replayed copy by copy,

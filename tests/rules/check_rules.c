@@ -2301,17 +2301,58 @@ END_TEST
 
 /* ---- rule 18: adjacent copies merged ------------------------------------------------------ */
 
+/* The sizes of the run's cuMemcpyHtoDAsync_v2 calls in the call log, in
+ * order, into sizes (at most max); how many there were. */
+static size_t htod_sizes(const struct run *r, size_t *sizes, size_t max)
+{
+    static const char fn[] = "cuMemcpyHtoDAsync_v2 ";
+    size_t n = 0;
+    for (const char *p = r->log; *p;) {
+        const char *at = strstr(p, " n="), *nl = strchr(p, '\n');
+        if (!strncmp(p, fn, sizeof fn - 1) && at && (!nl || at < nl)) {
+            if (n < max)
+                sizes[n] = strtoul(at + 3, NULL, 10);
+            n++;
+        }
+        if (!nl)
+            break;
+        p = nl + 1;
+    }
+    return n;
+}
+
 START_TEST(adjacent_copies_go_out_as_one)
 {
-    /* 63 deferred 4K copies, each continuing the one before: the first chunk
-     * (32) and the rest (31) go out as one copy each, on the copy engines */
+    /* 63 deferred 4K copies, each continuing the one before: 252K, less than
+     * a merged run's first chunk, so they go out as one copy, on the copy
+     * engines, when the program synchronizes */
     struct pair p = pair_of("merge_contiguous", CB_SHIPPED, NULL);
     STAT_EQ(p.shim, "deferred", 63);
-    STAT_EQ(p.shim, "copies_merged", 61);
-    ck_assert_int_eq(num_of(&p.shim, "h2d_calls: "), 3);
+    STAT_EQ(p.shim, "copies_merged", 62);
+    ck_assert_int_eq(num_of(&p.shim, "h2d_calls: "), 2);
     ck_assert_int_eq(num_of(&p.plain, "h2d_calls: "), 64);
     STAT_EQ(p.shim, "kernel_launches", 0);
     STAT_EQ(p.shim, "batches", 0);
+    pair_free(&p);
+    /* 4095 deferred 4K copies in order: chunks cut by bytes, the first at
+     * 512K, each next half as long again up to 2M, the rest at the
+     * synchronize; the copy kernel's schedule (copies, not bytes) would cut
+     * them at 32, 128, 512 and 2048 copies */
+    p = pair_of("merge_long", CB_SHIPPED, NULL);
+    STAT_EQ(p.shim, "deferred", 4095);
+    size_t want[16] = {4096, 512 << 10, 768 << 10, 1152 << 10, 1728 << 10}, nwant = 5, sent = 0;
+    for (size_t i = 0; i < nwant; i++)
+        sent += want[i];
+    while (sent + (2u << 20) < 4096 * 4096u) {
+        want[nwant++] = 2u << 20;
+        sent += 2u << 20;
+    }
+    want[nwant++] = 4096 * 4096u - sent;
+    size_t got[16];
+    ck_assert_uint_eq(htod_sizes(&p.shim, got, 16), nwant);
+    for (size_t i = 0; i < nwant; i++)
+        ck_assert_msg(got[i] == want[i], "call %zu copied %zu bytes, want %zu", i, got[i], want[i]);
+    STAT_EQ(p.shim, "copies_merged", 4095 - (long)(nwant - 1));
     pair_free(&p);
     /* beyond the copy kernel's reach: 8 copies of 512K, one copy of 4M */
     p = pair_of("merge_big", CB_SHIPPED, NULL);

@@ -3869,6 +3869,7 @@ static void sc_err_unknown(void)
  * device buffer read back block by block, synchronously (a driver limit of
  * CUSIM_MAX_COPY must not refuse the check itself):
  *   contiguous  1 + 63 blocks of 4K in order: both sides continue
+ *   long        1 + 4095 blocks of 4K in order (16M): chunks cut by bytes
  *   scattered   64 blocks of 4K: the first half to scattered places, the
  *               second half from them: one side continues, never both
  *   kv4         64 blocks of 4K in runs of 4 adjacent ones, the runs scattered
@@ -3880,11 +3881,11 @@ static void sc_err_unknown(void)
  *               takes, when the test sets it, for the program as for the
  *               copy merged from it
  * Prints h2d_calls (copies through cuMemcpyHtoDAsync_v2) and the first error. */
-enum merge_shape { MS_CONTIGUOUS, MS_SCATTERED, MS_KV4, MS_BIG, MS_MARKER, MS_TWO_REGS, MS_TWO_HOOKS, MS_OWN_ERROR };
+enum merge_shape { MS_CONTIGUOUS, MS_LONG, MS_SCATTERED, MS_KV4, MS_BIG, MS_MARKER, MS_TWO_REGS, MS_TWO_HOOKS, MS_OWN_ERROR };
 static void merge_copies(enum merge_shape shape)
 {
-    int small = shape == MS_CONTIGUOUS || shape == MS_SCATTERED || shape == MS_KV4;
-    size_t bs = small ? 4096 : (size_t)512 << 10, nb = small ? 64 : 9;
+    int small = shape == MS_CONTIGUOUS || shape == MS_LONG || shape == MS_SCATTERED || shape == MS_KV4;
+    size_t bs = small ? 4096 : (size_t)512 << 10, nb = shape == MS_LONG ? 4096 : small ? 64 : 9;
     size_t total = nb * bs + (shape == MS_OWN_ERROR ? bs / 2 : 0);
     unsigned char *in, *out = malloc(total), *want = malloc(total);
     if (shape == MS_TWO_REGS) {
@@ -3953,6 +3954,7 @@ static void merge_copies(enum merge_shape shape)
     free(want);
 }
 static void sc_merge_contiguous(void) { merge_copies(MS_CONTIGUOUS); }
+static void sc_merge_long(void) { merge_copies(MS_LONG); }
 static void sc_merge_scattered(void) { merge_copies(MS_SCATTERED); }
 static void sc_merge_kv4(void) { merge_copies(MS_KV4); }
 static void sc_merge_big(void) { merge_copies(MS_BIG); }
@@ -4287,7 +4289,7 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"capture_launch", sc_capture_launch}, {"capture_beside_thread", sc_capture_beside_thread},
     {"capture_beside_own", sc_capture_beside_own}, {"capture_first_kernel", sc_capture_first_kernel},
     {"capture_first_kernel_own", sc_capture_first_kernel_own},
-    {"merge_contiguous", sc_merge_contiguous}, {"merge_scattered", sc_merge_scattered}, {"merge_kv4", sc_merge_kv4},
+    {"merge_contiguous", sc_merge_contiguous}, {"merge_long", sc_merge_long}, {"merge_scattered", sc_merge_scattered}, {"merge_kv4", sc_merge_kv4},
     {"merge_big", sc_merge_big},     {"merge_marker", sc_merge_marker}, {"merge_two_regs", sc_merge_two_regs},
     {"merge_two_hooks", sc_merge_two_hooks}, {"merge_own_error", sc_merge_own_error},
     {"tiles_h2d", sc_tiles_h2d}, {"tiles_d2h", sc_tiles_d2h}, {"tiles_d2d", sc_tiles_d2d},
