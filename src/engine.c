@@ -205,12 +205,12 @@ size_t cb_engine_chunk(int kernel_ok, unsigned kind, unsigned chunks)
     return c < max ? c : max;
 }
 
-size_t cb_engine_merged_chunk(unsigned chunks)
+size_t cb_engine_merged_next(size_t bytes, uint64_t ns)
 {
-    size_t c = CB_MERGED_CHUNK_FIRST;
-    for (unsigned i = 0; i < chunks && c < CB_MERGED_CHUNK_MAX; i++)
-        c += c / 2;
-    return c < CB_MERGED_CHUNK_MAX ? c : CB_MERGED_CHUNK_MAX;
+    if (bytes / CB_MERGED_ENGINE_BYTES_PER_NS < ns)
+        return CB_MERGED_CHUNK_STEADY;
+    size_t next = bytes + bytes / 2;
+    return next < CB_MERGED_CHUNK_MAX ? next : CB_MERGED_CHUNK_MAX;
 }
 
 /* Copies [off, off + n) again one by one after an engine refused them, on the

@@ -34,20 +34,25 @@ enum { CB_CHUNK_H2D = 1, CB_CHUNK_HELD = 2 };
 size_t cb_engine_chunk(int kernel_ok, unsigned kind, unsigned chunks);
 /* Rule 18: a run whose copies so far merge into one copy goes out as that copy,
  * through the copy engines, however many copies made it, so its chunks are
- * cut by bytes, not by copies: each costs the program's thread one driver call
- * and the engines a start, and each must bring the engines enough bytes to
- * stay busy while the program issues the next.  The first at
- * CB_MERGED_CHUNK_FIRST bytes, each next half as long again, up to
- * CB_MERGED_CHUNK_MAX (docs/design.md rule 18, *The chunks of a contiguous
+ * cut by bytes, not by copies.  Each chunk costs the program's thread one
+ * driver call and the engines a start, and the engines idle until the first
+ * arrives and whenever the next is late.  So the first goes out at
+ * CB_MERGED_CHUNK_FIRST bytes; while the program issues faster than the
+ * engines drain (CB_MERGED_ENGINE_BYTES_PER_NS), each next chunk is half as
+ * long again, up to CB_MERGED_CHUNK_MAX, since it still arrives before they
+ * finish the one before; otherwise the program's thread bounds the run, the
+ * last chunk is the part nothing overlaps, and chunks stay at
+ * CB_MERGED_CHUNK_STEADY (docs/design.md rule 18, *The chunks of a merged
  * run*). */
 #ifndef CB_MERGED_CHUNK_FIRST
 #define CB_MERGED_CHUNK_FIRST ((size_t)512 << 10)
 #endif
-#ifndef CB_MERGED_CHUNK_MAX
+#define CB_MERGED_CHUNK_STEADY ((size_t)1 << 20)
 #define CB_MERGED_CHUNK_MAX ((size_t)2 << 20)
-#endif
-/* The bytes at which such a run goes out after `chunks` chunks in a row. */
-size_t cb_engine_merged_chunk(unsigned chunks);
+#define CB_MERGED_ENGINE_BYTES_PER_NS 64u /* 64 GB/s: a little over a PCIe 5 x16 link */
+/* The bytes at which the next chunk of such a run goes out, after one of
+ * `bytes` that the program issued in `ns`. */
+size_t cb_engine_merged_next(size_t bytes, uint64_t ns);
 /* 1 when the copies q holds go out as one merged copy, in chunks (kind: its
  * CB_CHUNK_ bits: a held segment goes out whole, at its end, as
  * cb_engine_chunk says). */

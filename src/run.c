@@ -363,9 +363,18 @@ int cb_run_slow_peek(const struct cb_run *run)
 }
 #endif
 
-void cb_run_chunk_sent(struct cb_run *run) { run->feed.chunks++; }
+void cb_run_chunk_sent(struct cb_run *run)
+{
+    run->feed.chunks++;
+    run->feed.merged_at = run->feed.merged_next; /* a chunk of copies: the next merged one is a first */
+    run->feed.merged_next = 0;
+}
 
-void cb_run_chunks_end(struct cb_run *run) { run->feed.chunks = 0; }
+void cb_run_chunks_end(struct cb_run *run)
+{
+    run->feed.chunks = 0;
+    run->feed.merged_at = run->feed.merged_next = 0;
+}
 
 void cb_run_orphan(struct cb_run *run) { run->facts.orphan = 1; }
 

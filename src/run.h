@@ -49,7 +49,8 @@ struct cb_feed {
     unsigned chunks;   /* chunk submissions in a row (pipelining) */
     unsigned kind;     /* CB_CHUNK_H2D: it holds a host-to-device copy; CB_CHUNK_HELD: its segment is held (engine.h) */
     size_t chunk_at;   /* the length at which the run is submitted ... */
-    size_t merged_at;  /* ... or, while it merges into one copy, its bytes (rule 18) ... */
+    size_t merged_at;  /* ... or, while it merges into one copy, its bytes (rule 18; 0: the first chunk's) */
+    size_t merged_next; /* the bytes of the merged chunk after the one due (0: none due) */
     unsigned chunk_shape; /* ... computed for these inputs (0: none yet) */
     int chunk_due;     /* the run reached chunk_at: one holding records goes out when the stream's next copy comes */
 };
@@ -225,11 +226,13 @@ static inline int cb_run_feed_copy(struct cb_run *run)
     if (CB_UNLIKELY(shape != fd->chunk_shape)) {
         fd->chunk_shape = shape;
         fd->chunk_at = cb_engine_chunk(kernel_chunks, fd->kind, fd->chunks);
-        fd->merged_at = cb_engine_merged_chunk(fd->chunks);
     }
     if (kernel_chunks && cb_engine_merged_one(&run->q, fd->kind)) {
-        if (run->q.merged.sizes[0] >= fd->merged_at || run->q.n >= cb_opt(CB_OPT_max_batch))
+        size_t bytes = run->q.merged.sizes[0], at = fd->merged_at ? fd->merged_at : CB_MERGED_CHUNK_FIRST;
+        if (!fd->chunk_due && (bytes >= at || run->q.n >= cb_opt(CB_OPT_max_batch))) {
             fd->chunk_due = 1;
+            fd->merged_next = cb_engine_merged_next(bytes, cb_now_ns() - run->looks.opened_ns);
+        }
     } else if (run->q.n >= fd->chunk_at) {
         fd->chunk_due = 1;
     }

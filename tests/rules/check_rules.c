@@ -2335,25 +2335,32 @@ START_TEST(adjacent_copies_go_out_as_one)
     STAT_EQ(p.shim, "batches", 0);
     pair_free(&p);
     /* 4095 deferred 4K copies in order: chunks cut by bytes, the first at
-     * 512K, each next half as long again up to 2M, the rest at the
-     * synchronize; the copy kernel's schedule (copies, not bytes) would cut
-     * them at 32, 128, 512 and 2048 copies */
-    p = pair_of("merge_long", CB_SHIPPED, NULL);
-    STAT_EQ(p.shim, "deferred", 4095);
-    size_t want[16] = {4096, 512 << 10, 768 << 10, 1152 << 10, 1728 << 10}, nwant = 5, sent = 0;
-    for (size_t i = 0; i < nwant; i++)
-        sent += want[i];
-    while (sent + (2u << 20) < 4096 * 4096u) {
-        want[nwant++] = 2u << 20;
-        sent += 2u << 20;
+     * 512K; issued faster than the copy engines drain them (no time passes
+     * on the virtual clock), each next half as long again up to 2M; issued
+     * at 4 GB/s (1 us a copy), 1M each; the rest at the synchronize.  The
+     * copy kernel's schedule (copies, not bytes) would cut them at 32, 128,
+     * 512 and 2048 copies. */
+    const size_t fast[] = {4096, 512 << 10, 768 << 10, 1152 << 10, 1728 << 10, 2u << 20},
+                 slow[] = {4096, 512 << 10, 1u << 20};
+    const struct { const char *scenario; const size_t *first; size_t nfirst; } longs[] = {
+        {"merge_long", fast, sizeof fast / sizeof fast[0]}, {"merge_long_slow", slow, sizeof slow / sizeof slow[0]}};
+    for (size_t l = 0; l < 2; l++) {
+        size_t want[32], nwant = 0, sent = 0, steady = longs[l].first[longs[l].nfirst - 1];
+        for (; nwant < longs[l].nfirst - 1; nwant++)
+            sent += want[nwant] = longs[l].first[nwant];
+        for (; sent + steady < 4096 * 4096u; nwant++)
+            sent += want[nwant] = steady;
+        want[nwant++] = 4096 * 4096u - sent;
+        p = pair_of(longs[l].scenario, CB_SHIPPED, NULL);
+        STAT_EQ(p.shim, "deferred", 4095);
+        size_t got[32];
+        ck_assert_uint_eq(htod_sizes(&p.shim, got, 32), nwant);
+        for (size_t i = 0; i < nwant; i++)
+            ck_assert_msg(got[i] == want[i], "%s: call %zu copied %zu bytes, want %zu", longs[l].scenario, i, got[i],
+                          want[i]);
+        STAT_EQ(p.shim, "copies_merged", 4095 - (long)(nwant - 1));
+        pair_free(&p);
     }
-    want[nwant++] = 4096 * 4096u - sent;
-    size_t got[16];
-    ck_assert_uint_eq(htod_sizes(&p.shim, got, 16), nwant);
-    for (size_t i = 0; i < nwant; i++)
-        ck_assert_msg(got[i] == want[i], "call %zu copied %zu bytes, want %zu", i, got[i], want[i]);
-    STAT_EQ(p.shim, "copies_merged", 4095 - (long)(nwant - 1));
-    pair_free(&p);
     /* beyond the copy kernel's reach: 8 copies of 512K, one copy of 4M */
     p = pair_of("merge_big", CB_SHIPPED, NULL);
     STAT_EQ(p.shim, "copies_merged", 7);
