@@ -638,6 +638,25 @@ START_TEST(legacy_order_asks_no_capturing_stream)
 }
 END_TEST
 
+/* Rule 18: the next merged chunk after one of `bytes` the program issued in
+ * `ns`, at the copy engines' rate of 64 bytes a ns: the edges of the rate and
+ * the largest chunk, which whole runs (check_rules: merging) do not reach
+ * exactly. */
+START_TEST(merged_chunks_follow_the_programs_pace)
+{
+    const size_t M = (size_t)1 << 20;
+    const uint64_t engines_1m = M / CB_MERGED_ENGINE_BYTES_PER_NS; /* 16384 ns */
+    ck_assert_uint_eq(cb_engine_merged_next(M, 0), M + M / 2);          /* faster than the engines */
+    ck_assert_uint_eq(cb_engine_merged_next(M, engines_1m), M + M / 2); /* as fast */
+    ck_assert_uint_eq(cb_engine_merged_next(M, engines_1m + 1), CB_MERGED_CHUNK_STEADY); /* slower */
+    ck_assert_uint_eq(cb_engine_merged_next(M + M / 2, 0), CB_MERGED_CHUNK_MAX); /* never beyond the largest */
+    ck_assert_uint_eq(cb_engine_merged_next(CB_MERGED_CHUNK_MAX, 0), CB_MERGED_CHUNK_MAX);
+    ck_assert_uint_eq(cb_engine_merged_next(CB_MERGED_CHUNK_MAX, 2 * engines_1m + 1), CB_MERGED_CHUNK_STEADY);
+    ck_assert_uint_eq(cb_engine_merged_next(CB_MERGED_CHUNK_FIRST, 0),
+                      CB_MERGED_CHUNK_FIRST + CB_MERGED_CHUNK_FIRST / 2);
+}
+END_TEST
+
 int main(void)
 {
     const struct th_case cases[] = {
@@ -649,6 +668,7 @@ int main(void)
         {"hazards", TH_TESTS(hazard_rules, hazard_matches_brute_force, rows_overlap_matches_brute_force,
                              shaped_hazards_match_brute_force)},
         {"captures", TH_TESTS(legacy_order_asks_no_capturing_stream)},
+        {"chunks", TH_TESTS(merged_chunks_follow_the_programs_pace)},
     };
     /* check's default limit per test */
     return th_check_main("units", cases, sizeof cases / sizeof cases[0], 4);
