@@ -108,7 +108,7 @@ timeout $((budget + 30)) bash "$here/campaign-43.sh" --bin "$bin" --lib "$lib" $
 mv "$out/c43/summary.md" "$out/summary.md" 2>/dev/null
 mv "$out/c43/raw.tgz" "$out/raw.tgz" 2>/dev/null
 sed -n '/^## Copy grid/,/^## KV/p;/^## 2D tiles/,/^## Launch/p' "$out/summary.md" | head -60
-stamp "5. the chunks of a contiguous run (design notes, rule 18, Open)"
+stamp "5. the chunks of a contiguous run (design notes, rule 18, The chunks of a merged run)"
 # 1024 contiguous 4 KiB copies each way, merged, over one 4 MiB copy in the
 # same process, as the run is cut today (32, then 4 times as many), in fixed
 # chunks (CUBATCH_MAX_BATCH: a run this long goes out) or whole
