@@ -46,7 +46,10 @@ weights, 8 KiB; dense features 512 x 13 float32; labels), moved with
 bottom MLP 13-256-64, a top MLP 1728-512-256-1, BCE loss, backward and an SGD
 step, then torch.cuda.synchronize(): "default" copies the batch on the default
 stream right before its step; "prefetch" copies the next batch on a side stream
-while the step computes the one copied before (wait_stream, record_stream).
+while the step computes the one copied before (wait_stream, record_stream);
+"samples" makes the copies a visible share of the step: 256 samples of 4 KiB,
+each its own pinned tensor, moved one by one, stacked, and an MLP
+1024-256-1 trained on them (MSE, SGD).
 kvswap variants (issue 43): the KV-cache swap as users write it in PyTorch, one
 copy_(non_blocking=True) per layer, block, K and V on a side stream, per layer
 the layer's copies then (with "decode") the layer's decode-like compute on the
@@ -286,8 +289,39 @@ def train_variants(iters):
         step_prefetch()
         return ok
 
+    # copies a visible share of the step: 256 samples of 1024 float32 (4 KiB),
+    # each its own pinned tensor, as a dataset's per-sample tensors are before
+    # collation, moved one by one, stacked, and a small MLP trained on them
+    samples = [[torch.randn(1024).pin_memory() for _ in range(256)] for _ in range(2)]
+    targets = [torch.randn(256, 1).pin_memory() for _ in range(2)]
+    small = nn.Sequential(nn.Linear(1024, 256), nn.ReLU(), nn.Linear(256, 1)).to(dev)
+    small_opt = torch.optim.SGD(small.parameters(), lr=1e-3)
+
+    def step_samples():
+        state["n"] += 1
+        k = state["n"] % 2
+        x = torch.stack([t.to(dev, non_blocking=True) for t in samples[k]])
+        y = targets[k].to(dev, non_blocking=True)
+        loss = nn.functional.mse_loss(small(x), y)
+        small_opt.zero_grad(set_to_none=True)
+        loss.backward()
+        small_opt.step()
+        torch.cuda.synchronize()
+
+    def check_samples():
+        # as poisoned_upload: what a copy failed to write reads as -1
+        g = [t.to(dev, non_blocking=True) for t in samples[0]]
+        for t in g:
+            t.fill_(-1)
+        del g, t
+        g = torch.stack([t.to(dev, non_blocking=True) for t in samples[0]])
+        ok = torch.equal(g.cpu(), torch.stack(samples[0]))
+        step_samples()
+        return ok
+
     return [("train step, 64 pinned tensors, default stream", step_default, check_default),
-            ("train step, 64 pinned tensors, side-stream prefetch", step_prefetch, check_prefetch)]
+            ("train step, 64 pinned tensors, side-stream prefetch", step_prefetch, check_prefetch),
+            ("train step, 256 pinned samples of 4 KiB, small MLP", step_samples, check_samples)]
 
 
 def kvswap_variants(iters):
