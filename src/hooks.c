@@ -73,13 +73,15 @@ static inline CUresult cb_named(CUstream s, int ptsz)
     CUresult fe = cb_waits_issue(s);
     return cb_first_error(fe, cb_flush_stream(s, ptsz, CB_WHY_flush_stream));
 }
-/* A launch names its stream as any call does.  Between runs (no wait pending,
- * nothing held, no note open on this thread) that does nothing, and is
- * answered here by three loads rather than calls whose code the driver's
- * launch evicts between two launches (design notes, section 8). */
+/* Between runs: no wait pending, nothing held, no note open on this thread.
+ * A launch naming its stream then has nothing to do, and is answered by these
+ * three loads rather than calls whose code the driver's launch evicts between
+ * two launches (design notes, section 8). */
+#define CB_BETWEEN_RUNS() (!cb_waits_pending() && cb_flush_stream_idle()) /* a macro: CB_LIKELY weighs each load */
+/* A launch names its stream as any call does, unless between runs. */
 static CB_ALWAYS_INLINE CUresult cb_named_launch(CUstream s, int ptsz)
 {
-    if (CB_LIKELY(!cb_waits_pending() && cb_flush_stream_idle()))
+    if (CB_LIKELY(CB_BETWEEN_RUNS()))
         return CUDA_SUCCESS;
     return cb_named(s, ptsz);
 }
@@ -235,11 +237,10 @@ static inline void cb_note_launch_config(const CUlaunchConfig *c, CUfunction f, 
 }
 /* cuLaunchKernelEx names its configured stream, and may record events its
  * attributes name (marker.c): between runs, with no event linked to a
- * stand-in, nothing to do, answered as cb_named_launch answers. */
+ * stand-in, nothing to do. */
 static CB_ALWAYS_INLINE CUresult cb_launch_config_before(const CUlaunchConfig *cfg, int ptsz)
 {
-    if (CB_LIKELY(!cb_waits_pending() && cb_flush_stream_idle() &&
-                  !atomic_load_explicit(&cb_events_linked, memory_order_relaxed)))
+    if (CB_LIKELY(CB_BETWEEN_RUNS() && !atomic_load_explicit(&cb_events_linked, memory_order_relaxed)))
         return CUDA_SUCCESS;
     return cb_flush_launch_config(cfg, ptsz);
 }
