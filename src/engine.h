@@ -44,9 +44,7 @@ size_t cb_engine_chunk(int kernel_ok, unsigned kind, unsigned chunks);
  * last chunk is the part nothing overlaps, and chunks stay at
  * CB_MERGED_CHUNK_STEADY (docs/design.md rule 18, *The chunks of a merged
  * run*). */
-#ifndef CB_MERGED_CHUNK_FIRST
 #define CB_MERGED_CHUNK_FIRST ((size_t)512 << 10)
-#endif
 #define CB_MERGED_CHUNK_STEADY ((size_t)1 << 20)
 #define CB_MERGED_CHUNK_MAX ((size_t)2 << 20)
 #define CB_MERGED_ENGINE_BYTES_PER_NS 64u /* 64 GB/s: a little over a PCIe 5 x16 link */

@@ -214,8 +214,10 @@ void cb_run_found_slow(struct cb_run *run, uint64_t pace_ns, uint64_t now);
 int cb_run_slow_peek(const struct cb_run *run);
 #endif
 /* A copy joined: the chunk length (by the engine its previous submission took)
- * computed again when what decides it changed; 1 when the run reached it (it
- * goes out now, or when the stream's next copy comes if it holds records). */
+ * computed again when what decides it changed, or for a run merging into one
+ * copy its bytes against the merged chunk's (rule 18); 1 when the run reached
+ * it (it goes out now, or when the stream's next copy comes if it holds
+ * records). */
 static inline int cb_run_feed_copy(struct cb_run *run)
 {
     /* what decides the length changes only when the run opens, a copy outside
