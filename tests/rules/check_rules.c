@@ -2335,16 +2335,20 @@ START_TEST(adjacent_copies_go_out_as_one)
     STAT_EQ(p.shim, "batches", 0);
     pair_free(&p);
     /* 4095 deferred 4K copies in order: chunks cut by bytes, the first at
-     * 512K; issued faster than the copy engines drain them (no time passes
-     * on the virtual clock), each next half as long again up to 2M; issued
-     * at 4 GB/s (1 us a copy), 1M each; the rest at the synchronize.  The
-     * copy kernel's schedule (copies, not bytes) would cut them at 32, 128,
-     * 512 and 2048 copies. */
+     * 512K; issued faster than the copy engines drain them, each next half
+     * as long again up to 2M, whether no time passes on the virtual clock
+     * or 1 us every 32 copies (128 GB/s: the clock read at each cut against
+     * the run's opening); issued at 4 GB/s (1 us a copy), 1M each; the rest
+     * at the synchronize.  The copy kernel's schedule (copies, not bytes)
+     * would cut them at 32, 128, 512 and 2048 copies.  The first of each
+     * list passes through (a burst's first); the last is repeated. */
     const size_t fast[] = {4096, 512 << 10, 768 << 10, 1152 << 10, 1728 << 10, 2u << 20},
                  slow[] = {4096, 512 << 10, 1u << 20};
     const struct { const char *scenario; const size_t *first; size_t nfirst; } longs[] = {
-        {"merge_long", fast, sizeof fast / sizeof fast[0]}, {"merge_long_slow", slow, sizeof slow / sizeof slow[0]}};
-    for (size_t l = 0; l < 2; l++) {
+        {"merge_long", fast, sizeof fast / sizeof fast[0]},
+        {"merge_long_mid", fast, sizeof fast / sizeof fast[0]},
+        {"merge_long_slow", slow, sizeof slow / sizeof slow[0]}};
+    for (size_t l = 0; l < sizeof longs / sizeof longs[0]; l++) {
         size_t want[32], nwant = 0, sent = 0, steady = longs[l].first[longs[l].nfirst - 1];
         for (; nwant < longs[l].nfirst - 1; nwant++)
             sent += want[nwant] = longs[l].first[nwant];

@@ -3870,6 +3870,8 @@ static void sc_err_unknown(void)
  * CUSIM_MAX_COPY must not refuse the check itself):
  *   contiguous  1 + 63 blocks of 4K in order: both sides continue
  *   long        1 + 4095 blocks of 4K in order (16M): chunks cut by bytes
+ *   long_mid    long, 1 us passing after each 32nd copy (128 GB/s: faster
+ *               than the copy engines drain them, not four times as fast)
  *   long_slow   long, 1 us passing after each copy (4 GB/s: slower than the
  *               copy engines drain them)
  *   scattered   64 blocks of 4K: the first half to scattered places, the
@@ -3883,10 +3885,10 @@ static void sc_err_unknown(void)
  *               takes, when the test sets it, for the program as for the
  *               copy merged from it
  * Prints h2d_calls (copies through cuMemcpyHtoDAsync_v2) and the first error. */
-enum merge_shape { MS_CONTIGUOUS, MS_LONG, MS_LONG_SLOW, MS_SCATTERED, MS_KV4, MS_BIG, MS_MARKER, MS_TWO_REGS, MS_TWO_HOOKS, MS_OWN_ERROR };
+enum merge_shape { MS_CONTIGUOUS, MS_LONG, MS_LONG_MID, MS_LONG_SLOW, MS_SCATTERED, MS_KV4, MS_BIG, MS_MARKER, MS_TWO_REGS, MS_TWO_HOOKS, MS_OWN_ERROR };
 static void merge_copies(enum merge_shape shape)
 {
-    int lng = shape == MS_LONG || shape == MS_LONG_SLOW;
+    int lng = shape == MS_LONG || shape == MS_LONG_MID || shape == MS_LONG_SLOW;
     int small = lng || shape == MS_CONTIGUOUS || shape == MS_SCATTERED || shape == MS_KV4;
     size_t bs = small ? 4096 : (size_t)512 << 10, nb = lng ? 4096 : small ? 64 : 9;
     size_t total = nb * bs + (shape == MS_OWN_ERROR ? bs / 2 : 0);
@@ -3931,7 +3933,7 @@ static void merge_copies(enum merge_shape shape)
             first = rc;
         if (shape == MS_MARKER && i == 4)
             CK(cuEventRecord(ev, s));
-        if (shape == MS_LONG_SLOW)
+        if (shape == MS_LONG_SLOW || (shape == MS_LONG_MID && i % 32 == 31))
             pass_time_us(1);
     }
     CUresult rc = cuStreamSynchronize(s);
@@ -3960,6 +3962,7 @@ static void merge_copies(enum merge_shape shape)
 }
 static void sc_merge_contiguous(void) { merge_copies(MS_CONTIGUOUS); }
 static void sc_merge_long(void) { merge_copies(MS_LONG); }
+static void sc_merge_long_mid(void) { merge_copies(MS_LONG_MID); }
 static void sc_merge_long_slow(void) { merge_copies(MS_LONG_SLOW); }
 static void sc_merge_scattered(void) { merge_copies(MS_SCATTERED); }
 static void sc_merge_kv4(void) { merge_copies(MS_KV4); }
@@ -4296,7 +4299,7 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"capture_beside_own", sc_capture_beside_own}, {"capture_first_kernel", sc_capture_first_kernel},
     {"capture_first_kernel_own", sc_capture_first_kernel_own},
     {"merge_contiguous", sc_merge_contiguous}, {"merge_long", sc_merge_long},
-    {"merge_long_slow", sc_merge_long_slow}, {"merge_scattered", sc_merge_scattered}, {"merge_kv4", sc_merge_kv4},
+    {"merge_long_mid", sc_merge_long_mid}, {"merge_long_slow", sc_merge_long_slow}, {"merge_scattered", sc_merge_scattered}, {"merge_kv4", sc_merge_kv4},
     {"merge_big", sc_merge_big},     {"merge_marker", sc_merge_marker}, {"merge_two_regs", sc_merge_two_regs},
     {"merge_two_hooks", sc_merge_two_hooks}, {"merge_own_error", sc_merge_own_error},
     {"tiles_h2d", sc_tiles_h2d}, {"tiles_d2h", sc_tiles_d2h}, {"tiles_d2d", sc_tiles_d2d},
