@@ -33,6 +33,7 @@ EXTRA_DIST += \
 	bench/tiles_path.c \
 	bench/chunk_trace.c \
 	bench/run-contig.sh \
+	bench/look-ab.sh \
 	bench/campaign-one-call.sh \
 	bench/campaign-43.sh \
 	bench/campaign-rows.sh \

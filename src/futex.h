@@ -19,6 +19,14 @@ static inline void cb_futex_lock(atomic_int *mu)
         cb_futex_wait(mu);
 }
 
+/* 1: taken; 0: held by another, and nothing changed (no waiter mark, so its
+ * unlock stays free of a system call). */
+static inline int cb_futex_trylock(atomic_int *mu)
+{
+    int free_ = 0;
+    return atomic_compare_exchange_strong_explicit(mu, &free_, 1, memory_order_acquire, memory_order_relaxed);
+}
+
 static inline void cb_futex_unlock(atomic_int *mu)
 {
     if (CB_UNLIKELY(atomic_exchange_explicit(mu, 0, memory_order_release) == 2))

@@ -20,15 +20,25 @@
  *    the program's last copy waits at most half as long again as the burst took;
  *  - in any case a run CUBATCH_MAX_WAIT_US old is submitted.
  * No lock held: the store's lock is taken to go through the runs, each run's in
- * turn.  Returns when the next look is due, 0 when none is. */
+ * turn, but never waited for.  A run whose lock another thread holds (a copy
+ * joining it, a flush) is looked at again CUBATCH_FLUSH_US later, and every
+ * run when the store's lock is held: a look that waited for a run's lock on
+ * another core slowed the copy loop filling that run threefold
+ * (docs/design.md rule 7, *The look waits for no lock*).  Returns when the
+ * next look is due, 0 when none is. */
 uint64_t cb_look_runs(uint64_t now)
 {
     uint64_t next = 0, g = cb_opt(CB_OPT_flush_us) * 1000u, max_wait = cb_opt(CB_OPT_max_wait_us) * 1000u;
     CB_COUNT(timer_looks);
     struct cb_run *run, *tmp;
-    cb_store_lock();
+    if (!cb_store_trylock())
+        return now + g;
     CB_RUNS_EACH(run, tmp) {
-        cb_run_lock(run);
+        if (!cb_run_trylock(run)) {
+            if (!next || now + g < next)
+                next = now + g;
+            continue;
+        }
         const struct cb_looks *l = &run->looks;
         if (!l->look_ns) {
             cb_run_unlock(run);

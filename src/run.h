@@ -156,6 +156,16 @@ static inline void cb_run_lock(struct cb_run *run)
     CB_IF_DEBUG(CB_ASSERT(run->locker == 0); run->locker = (uintptr_t)&cb_tls_held;)
     cb_tls_held++;
 }
+/* cb_run_lock, unless another thread holds the lock: 0, nothing changed. */
+static inline int cb_run_trylock(struct cb_run *run)
+{
+    CB_ASSERT(cb_tls_held == 0);
+    if (!cb_futex_trylock(&run->mu))
+        return 0;
+    CB_IF_DEBUG(CB_ASSERT(run->locker == 0); run->locker = (uintptr_t)&cb_tls_held;)
+    cb_tls_held++;
+    return 1;
+}
 static inline void cb_run_unlock(struct cb_run *run)
 {
     /* what the store counts agrees with the queue whenever the lock is let go */

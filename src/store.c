@@ -74,6 +74,11 @@ void cb_store_lock(void)
     CB_ASSERT(cb_tls_held == 0); /* the lock order: store, then run (this file's header) */
     pthread_mutex_lock(&cb_store_mu);
 }
+int cb_store_trylock(void)
+{
+    CB_ASSERT(cb_tls_held == 0);
+    return pthread_mutex_trylock(&cb_store_mu) == 0;
+}
 void cb_store_unlock(void) { pthread_mutex_unlock(&cb_store_mu); }
 
 /* Out of the counts, out of the table, emptied: kept for reuse. */

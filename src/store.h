@@ -11,6 +11,7 @@
 struct cb_run *cb_run_lock_key(const struct cb_run_key *key, int create, int *created);
 /* The store's lock: held to iterate (CB_RUNS_EACH) and to remove. */
 void cb_store_lock(void);
+int cb_store_trylock(void); /* 1: taken; 0: held elsewhere (a look comes back later) */
 void cb_store_unlock(void);
 struct cb_run *cb_store_find(const struct cb_run_key *key); /* store lock held */
 void cb_run_remove(struct cb_run *run); /* store lock and run lock held: cleared, kept for reuse */

@@ -6,6 +6,7 @@
 #include "run.h"
 #include "allocs.h"
 #include "capture.h"
+#include "store.h"
 #define TH_WITH_CHECK 1
 #include "../harness/harness.h"
 
@@ -638,6 +639,52 @@ START_TEST(legacy_order_asks_no_capturing_stream)
 }
 END_TEST
 
+/* Rule 7: the timer's look waits for no lock (look.c).  A run whose lock
+ * another thread holds (a copy joining it, a flush) is looked at again
+ * CUBATCH_FLUSH_US later, and so is every run while the store's lock is
+ * held: the copy path never waits for a look, nor sleeps for it on a lock
+ * marked as waited for. */
+struct look_arg {
+    uint64_t now, next;
+};
+static void *look_once(void *p)
+{
+    struct look_arg *a = p;
+    a->next = cb_look_runs(a->now);
+    return NULL;
+}
+/* A look on another thread, given 2 s (check gives a test 4): its answer. */
+static uint64_t look_elsewhere(uint64_t now)
+{
+    struct look_arg a = {now, 0};
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, look_once, &a), 0);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 2;
+    ck_assert_msg(pthread_timedjoin_np(th, NULL, &until) == 0, "the look waited for a lock");
+    return a.next;
+}
+START_TEST(a_look_waits_for_no_lock)
+{
+    const uint64_t now = 5000000, again = now + cb_opt(CB_OPT_flush_us) * 1000u;
+    struct cb_run_key key = {(uintptr_t)0x7000, 0};
+    struct cb_run *run = cb_run_lock_key(&key, 1, NULL);
+    ck_assert_ptr_nonnull(run);
+    cb_run_look_at(run, now - 1); /* due */
+    ck_assert_uint_eq(look_elsewhere(now), again);
+    ck_assert_uint_eq(run->looks.look_ns, now - 1); /* not looked at */
+    cb_run_unlock(run);
+    cb_store_lock();
+    ck_assert_uint_eq(look_elsewhere(now), again);
+    cb_store_unlock();
+    ck_assert_uint_eq(run->looks.look_ns, now - 1);
+    /* both free: looked at, quiet (nothing joined), its looks end */
+    ck_assert_uint_eq(look_elsewhere(now), 0);
+    ck_assert_uint_eq(run->looks.look_ns, 0);
+}
+END_TEST
+
 /* Rule 18: the next merged chunk after one of `bytes` the program issued in
  * `ns`, at the copy engines' rate of 64 bytes a ns: the edges of the rate and
  * the largest chunk, which whole runs (check_rules: merging) do not reach
@@ -669,6 +716,7 @@ int main(void)
                              shaped_hazards_match_brute_force)},
         {"captures", TH_TESTS(legacy_order_asks_no_capturing_stream)},
         {"chunks", TH_TESTS(merged_chunks_follow_the_programs_pace)},
+        {"looks", TH_TESTS(a_look_waits_for_no_lock)},
     };
     /* check's default limit per test */
     return th_check_main("units", cases, sizeof cases / sizeof cases[0], 4);
