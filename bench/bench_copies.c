@@ -431,13 +431,10 @@ static void *run_device(void *arg)
     int argc = dr->argc;
     char **argv = dr->argv;
     CUdevice dev;
-    CUcontext ctx;
     char name[128];
     int drv = 0;
     g_devno = dr->dev;
-    CK(cuDeviceGet(&dev, dr->dev));
-    CK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CK(cuCtxSetCurrent(ctx));
+    bench_primary(dr->dev, &dev);
     CK(cuDeviceGetName(name, sizeof name, dev));
     CK(cuDriverGetVersion(&drv));
     select_stream("side");

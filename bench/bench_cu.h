@@ -1,6 +1,7 @@
 /* bench_cu.h - what the driver-API benchmarks in C share (bench_copies.c,
- * bench_tiles.c, tiles_path.c, launch_hook.c): a driver call checked, the
- * program ending with the driver's error's name and the line, a monotonic
+ * bench_tiles.c, tiles_path.c, launch_hook.c, chunk_trace.c): a driver call
+ * checked, the program ending with the driver's error's name and the line,
+ * the device's primary context made current, a monotonic
  * clock in microseconds, the order of doubles for qsort, and the CPUs the
  * process may run on.  The including file
  * defines _GNU_SOURCE (sched_getaffinity) and BENCH_NAME, the program's name
@@ -28,6 +29,16 @@ static void die_cu(const char *what, CUresult r, int line)
         name = "?";
     fprintf(stderr, BENCH_NAME ":%d: %s failed: %s (%d)\n", line, what, name, (int)r);
     exit(1);
+}
+
+/* Device `ordinal`'s primary context, retained and made current (cuInit
+ * called before): every benchmark works in it, as a runtime-API program would. */
+static void bench_primary(int ordinal, CUdevice *dev)
+{
+    CUcontext ctx;
+    CK(cuDeviceGet(dev, ordinal));
+    CK(cuDevicePrimaryCtxRetain(&ctx, *dev));
+    CK(cuCtxSetCurrent(ctx));
 }
 
 static double now_us(void)

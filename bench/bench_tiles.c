@@ -318,12 +318,9 @@ int main(int argc, char **argv)
         return 77;
     }
     CUdevice dev;
-    CUcontext ctx;
     char name[128];
     int drv = 0;
-    CK(cuDeviceGet(&dev, 0));
-    CK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CK(cuCtxSetCurrent(ctx));
+    bench_primary(0, &dev);
     CK(cuDeviceGetName(name, sizeof name, dev));
     CK(cuDriverGetVersion(&drv));
     CK(cuStreamCreate(&g_s, CU_STREAM_NON_BLOCKING));

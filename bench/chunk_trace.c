@@ -117,12 +117,9 @@ int main(int argc, char **argv)
     if (n < 2 || rounds < 1 || size == 0)
         goto usage;
     CUdevice dev;
-    CUcontext ctx;
     CUstream st;
     CK(cuInit(0));
-    CK(cuDeviceGet(&dev, 0));
-    CK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CK(cuCtxSetCurrent(ctx));
+    bench_primary(0, &dev);
     CK(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
     void *hv;
     CUdeviceptr d;

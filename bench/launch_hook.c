@@ -111,16 +111,13 @@ int main(int argc, char **argv)
         }
     launch_fn found = fns[1];
     CUdevice dev;
-    CUcontext ctx;
     CUmodule mod;
     CUfunction fn;
     CUstream s = NULL;
     CUdeviceptr counter;
     char name[256] = "";
     CK(cuInit(0));
-    CK(cuDeviceGet(&dev, 0));
-    CK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CK(cuCtxSetCurrent(ctx));
+    bench_primary(0, &dev);
     CK(cuDeviceGetName(name, sizeof name, dev));
     /* BENCH_SIM=1 on tests/sim's simulated driver (callgrind counts the hook's
      * instructions there): its module image and compute function, no count */

@@ -34,12 +34,9 @@ int main(int argc, char **argv)
         return 2;
     }
     CUdevice dev;
-    CUcontext ctx;
     CUstream s;
     CK(cuInit(0));
-    CK(cuDeviceGet(&dev, 0));
-    CK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CK(cuCtxSetCurrent(ctx));
+    bench_primary(0, &dev);
     CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     size_t pitch = (size_t)W * COLS, bytes = pitch * H * (TILES / COLS);
     CUdeviceptr d;
