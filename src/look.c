@@ -26,6 +26,9 @@
  * another core slowed the copy loop filling that run threefold
  * (docs/design.md rule 7, *The look waits for no lock*).  Returns when the
  * next look is due, 0 when none is. */
+/* The sooner of the next look found so far (0: none yet) and t. */
+static uint64_t sooner(uint64_t next, uint64_t t) { return !next || t < next ? t : next; }
+
 uint64_t cb_look_runs(uint64_t now)
 {
     uint64_t next = 0, g = cb_opt(CB_OPT_flush_us) * 1000u, max_wait = cb_opt(CB_OPT_max_wait_us) * 1000u;
@@ -35,8 +38,7 @@ uint64_t cb_look_runs(uint64_t now)
         return now + g;
     CB_RUNS_EACH(run, tmp) {
         if (!cb_run_trylock(run)) {
-            if (!next || now + g < next)
-                next = now + g;
+            next = sooner(next, now + g);
             continue;
         }
         const struct cb_looks *l = &run->looks;
@@ -67,8 +69,7 @@ uint64_t cb_look_runs(uint64_t now)
         }
         if (run->q.n > 0 && l->opened_ns + max_wait < l->look_ns)
             cb_run_look_at(run, l->opened_ns + max_wait);
-        if (!next || l->look_ns < next)
-            next = l->look_ns;
+        next = sooner(next, l->look_ns);
         cb_run_unlock(run);
     }
     cb_store_unlock();

@@ -148,13 +148,20 @@ static inline struct cb_run_key cb_run_key_of(CUstream s, enum cb_stream_kind sk
     uintptr_t owner = sk == CB_SK_LEGACY ? (uintptr_t)ctx : cb_stream_owner(sk); /* one legacy stream per context */
     return (struct cb_run_key){(uintptr_t)cb_stream_handle(s, sk), owner};
 }
+/* The run's lock just taken: this thread holds one more (the debug build
+ * records which). */
+static inline void cb_run_taken(struct cb_run *run)
+{
+    CB_IF_DEBUG(CB_ASSERT(run->locker == 0); run->locker = (uintptr_t)&cb_tls_held;)
+    (void)run;
+    cb_tls_held++;
+}
 /* A run's lock (futex.h), taken and released inline on the copy path. */
 static inline void cb_run_lock(struct cb_run *run)
 {
     CB_ASSERT(cb_tls_held == 0 || cb_tls_forking); /* at most one run lock: the lock order */
     cb_futex_lock(&run->mu);
-    CB_IF_DEBUG(CB_ASSERT(run->locker == 0); run->locker = (uintptr_t)&cb_tls_held;)
-    cb_tls_held++;
+    cb_run_taken(run);
 }
 /* cb_run_lock, unless another thread holds the lock: 0, nothing changed. */
 static inline int cb_run_trylock(struct cb_run *run)
@@ -162,8 +169,7 @@ static inline int cb_run_trylock(struct cb_run *run)
     CB_ASSERT(cb_tls_held == 0);
     if (!cb_futex_trylock(&run->mu))
         return 0;
-    CB_IF_DEBUG(CB_ASSERT(run->locker == 0); run->locker = (uintptr_t)&cb_tls_held;)
-    cb_tls_held++;
+    cb_run_taken(run);
     return 1;
 }
 static inline void cb_run_unlock(struct cb_run *run)

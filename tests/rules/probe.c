@@ -3871,7 +3871,7 @@ static void sc_err_unknown(void)
  *   contiguous  1 + 63 blocks of 4K in order: both sides continue
  *   long        1 + 4095 blocks of 4K in order (16M): chunks cut by bytes
  *   long_mid    long, 1 us passing after each 32nd copy (128 GB/s: faster
- *               than the copy engines drain them, not four times as fast)
+ *               than the copy engines drain them)
  *   long_slow   long, 1 us passing after each copy (4 GB/s: slower than the
  *               copy engines drain them)
  *   scattered   64 blocks of 4K: the first half to scattered places, the
