@@ -179,7 +179,8 @@ echo "# cubatch campaign-43 $(date -u +%FT%TZ), budget ${budget}s, $rounds round
     echo "library: $lib"
     sha256sum "$lib"
     [ -z "$prev" ] || { echo "prev: $prev"; sha256sum "$prev"; }
-    echo "commit: $(git -C "$top" rev-parse HEAD 2>/dev/null || echo '?')"
+    # the scripts' tree; the library is the file named above, known by its sha256
+    echo "scripts' commit: $(git -C "$top" rev-parse HEAD 2>/dev/null || echo '?')"
     nvidia-smi --query-gpu=name,driver_version,memory.used,clocks.sm --format=csv,noheader 2>/dev/null
     nproc
     for p in bench_copies kv_swap bench_tiles bench_launch; do
