@@ -7,6 +7,9 @@
 #include "store.h"
 #include "stats.h"
 
+/* The sooner of the next look found so far (0: none yet) and t. */
+static uint64_t sooner(uint64_t next, uint64_t t) { return !next || t < next ? t : next; }
+
 /* A look at a stream whose run holds copies (timer.c runs them when due), with
  * its copies counted since the previous look:
  *  - none joined: the program has moved on (to CPU work, say) and its copies
@@ -23,12 +26,9 @@
  * turn, but never waited for.  A run whose lock another thread holds (a copy
  * joining it, a flush) is looked at again CUBATCH_FLUSH_US later, and every
  * run when the store's lock is held: a look that waited for a run's lock on
- * another core slowed the copy loop filling that run threefold
- * (docs/design.md rule 7, *The look waits for no lock*).  Returns when the
- * next look is due, 0 when none is. */
-/* The sooner of the next look found so far (0: none yet) and t. */
-static uint64_t sooner(uint64_t next, uint64_t t) { return !next || t < next ? t : next; }
-
+ * another core slowed the copy loop filling that run (docs/design.md rule 7,
+ * *The look waits for no lock*).  Returns when the next look is due, 0 when
+ * none is. */
 uint64_t cb_look_runs(uint64_t now)
 {
     uint64_t next = 0, g = cb_opt(CB_OPT_flush_us) * 1000u, max_wait = cb_opt(CB_OPT_max_wait_us) * 1000u;
