@@ -209,7 +209,8 @@ size_t cb_engine_merged_next(size_t bytes, uint64_t ns)
 {
     if (bytes / CB_MERGED_ENGINE_BYTES_PER_NS < ns)
         return CB_MERGED_CHUNK_STEADY;
-    size_t next = bytes + bytes / 2;
+    int leaps = bytes / (CB_MERGED_LEAP * CB_MERGED_ENGINE_BYTES_PER_NS) >= ns;
+    size_t next = leaps ? bytes * CB_MERGED_LEAP : bytes + bytes / 2;
     return next < CB_MERGED_CHUNK_MAX ? next : CB_MERGED_CHUNK_MAX;
 }
 

@@ -39,14 +39,16 @@ size_t cb_engine_chunk(int kernel_ok, unsigned kind, unsigned chunks);
  * arrives and whenever the next is late.  So the first goes out at
  * CB_MERGED_CHUNK_FIRST bytes; while the program issues faster than the
  * engines drain (CB_MERGED_ENGINE_BYTES_PER_NS), each next chunk is half as
- * long again, up to CB_MERGED_CHUNK_MAX, since it still arrives before they
- * finish the one before; otherwise the program's thread bounds the run, the
- * last chunk is the part nothing overlaps, and chunks stay at
- * CB_MERGED_CHUNK_STEADY (docs/design.md rule 18, *The chunks of a merged
- * run*). */
+ * long again, and while it issues CB_MERGED_LEAP times as fast, that many
+ * times as long, up to CB_MERGED_CHUNK_MAX: either is still ready before the
+ * engines finish the one before, and the longer, the fewer engine starts;
+ * otherwise the program's thread bounds the run, the last chunk is the part
+ * nothing overlaps, and chunks stay at CB_MERGED_CHUNK_STEADY (docs/design.md
+ * rule 18, *The chunks of a merged run*). */
 #define CB_MERGED_CHUNK_FIRST ((size_t)512 << 10)
 #define CB_MERGED_CHUNK_STEADY ((size_t)1 << 20)
-#define CB_MERGED_CHUNK_MAX ((size_t)2 << 20)
+#define CB_MERGED_CHUNK_MAX ((size_t)8 << 20)
+#define CB_MERGED_LEAP 4u
 #define CB_MERGED_ENGINE_BYTES_PER_NS 64u /* 64 GB/s: a little over a PCIe 5 x16 link */
 /* The bytes at which the next chunk of such a run goes out, after one of
  * `bytes` that the program issued in `ns`. */

@@ -2335,17 +2335,20 @@ START_TEST(adjacent_copies_go_out_as_one)
     STAT_EQ(p.shim, "batches", 0);
     pair_free(&p);
     /* 4095 deferred 4K copies in order: chunks cut by bytes, the first at
-     * 512K; issued faster than the copy engines drain them, each next half
-     * as long again up to 2M, whether no time passes on the virtual clock
-     * or 1 us every 32 copies (128 GB/s: the clock read at each cut against
-     * the run's opening); issued at 4 GB/s (1 us a copy), 1M each; the rest
-     * at the synchronize.  The copy kernel's schedule (copies, not bytes)
-     * would cut them at 32, 128, 512 and 2048 copies.  The first of each
+     * 512K; issued four times as fast as the copy engines drain them or
+     * faster (no time passes on the virtual clock), each next four times as
+     * long, up to 8M; faster than the engines but not four times (1 us
+     * every 32 copies, 128 GB/s: the clock read at each cut against the
+     * run's opening), each next half as long again; issued at 4 GB/s (1 us a
+     * copy), 1M each; the rest at the synchronize.  The copy kernel's
+     * schedule (copies, not bytes) would cut them at 32, 128, 512 and 2048
+     * copies.  The first of each
      * list passes through (a burst's first); the last is repeated. */
-    const size_t fast[] = {4096, 512 << 10, 768 << 10, 1152 << 10, 1728 << 10, 2u << 20},
+    const size_t leap[] = {4096, 512 << 10, 2u << 20, 8u << 20},
+                 fast[] = {4096, 512 << 10, 768 << 10, 1152 << 10, 1728 << 10, 2592 << 10, 3888 << 10, 5832 << 10},
                  slow[] = {4096, 512 << 10, 1u << 20};
     const struct { const char *scenario; const size_t *first; size_t nfirst; } longs[] = {
-        {"merge_long", fast, sizeof fast / sizeof fast[0]},
+        {"merge_long", leap, sizeof leap / sizeof leap[0]},
         {"merge_long_mid", fast, sizeof fast / sizeof fast[0]},
         {"merge_long_slow", slow, sizeof slow / sizeof slow[0]}};
     for (size_t l = 0; l < sizeof longs / sizeof longs[0]; l++) {

@@ -686,21 +686,26 @@ START_TEST(a_look_waits_for_no_lock)
 END_TEST
 
 /* Rule 18: the next merged chunk after one of `bytes` the program issued in
- * `ns`, at the copy engines' rate of 64 bytes a ns: the edges of the rate and
- * the largest chunk, which whole runs (check_rules: merging) do not reach
- * exactly. */
+ * `ns`, at the copy engines' rate of 64 bytes a ns: the edges of the rate, of
+ * CB_MERGED_LEAP times the rate, and the largest chunk, which whole runs
+ * (check_rules: merging) do not reach exactly. */
 START_TEST(merged_chunks_follow_the_programs_pace)
 {
     const size_t M = (size_t)1 << 20;
     const uint64_t engines_1m = M / CB_MERGED_ENGINE_BYTES_PER_NS; /* 16384 ns */
-    ck_assert_uint_eq(cb_engine_merged_next(M, 0), M + M / 2);          /* faster than the engines */
-    ck_assert_uint_eq(cb_engine_merged_next(M, engines_1m), M + M / 2); /* as fast */
-    ck_assert_uint_eq(cb_engine_merged_next(M, engines_1m + 1), CB_MERGED_CHUNK_STEADY); /* slower */
-    ck_assert_uint_eq(cb_engine_merged_next(M + M / 2, 0), CB_MERGED_CHUNK_MAX); /* never beyond the largest */
+    ck_assert_uint_eq(cb_engine_merged_next(M, 0), CB_MERGED_LEAP * M); /* many times as fast as the engines */
+    ck_assert_uint_eq(cb_engine_merged_next(M, engines_1m / CB_MERGED_LEAP), CB_MERGED_LEAP * M);
+    ck_assert_uint_eq(cb_engine_merged_next(M, engines_1m / CB_MERGED_LEAP + 1), M + M / 2); /* faster */
+    ck_assert_uint_eq(cb_engine_merged_next(M, engines_1m), M + M / 2);                      /* as fast */
+    ck_assert_uint_eq(cb_engine_merged_next(M, engines_1m + 1), CB_MERGED_CHUNK_STEADY);     /* slower */
+    /* never beyond the largest, whichever step */
+    ck_assert_uint_eq(cb_engine_merged_next(CB_MERGED_CHUNK_MAX / 2, 0), CB_MERGED_CHUNK_MAX);
     ck_assert_uint_eq(cb_engine_merged_next(CB_MERGED_CHUNK_MAX, 0), CB_MERGED_CHUNK_MAX);
-    ck_assert_uint_eq(cb_engine_merged_next(CB_MERGED_CHUNK_MAX, 2 * engines_1m + 1), CB_MERGED_CHUNK_STEADY);
-    ck_assert_uint_eq(cb_engine_merged_next(CB_MERGED_CHUNK_FIRST, 0),
-                      CB_MERGED_CHUNK_FIRST + CB_MERGED_CHUNK_FIRST / 2);
+    ck_assert_uint_eq(cb_engine_merged_next(CB_MERGED_CHUNK_MAX, CB_MERGED_CHUNK_MAX / CB_MERGED_ENGINE_BYTES_PER_NS),
+                      CB_MERGED_CHUNK_MAX);
+    ck_assert_uint_eq(cb_engine_merged_next(CB_MERGED_CHUNK_MAX, 2 * CB_MERGED_CHUNK_MAX / CB_MERGED_ENGINE_BYTES_PER_NS),
+                      CB_MERGED_CHUNK_STEADY);
+    ck_assert_uint_eq(cb_engine_merged_next(CB_MERGED_CHUNK_FIRST, 0), CB_MERGED_LEAP * CB_MERGED_CHUNK_FIRST);
 }
 END_TEST
 
