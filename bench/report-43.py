@@ -168,9 +168,13 @@ def kv_section(rows, F, out):
                "sides (merged by hand: the ideal of a library that merges); batch: one hand-written "
                "cuMemcpyBatchAsync.  loop/cubatch > 1: cubatch faster; loop/merged: what merging can gain "
                "(plain processes); cubatch/merged: how far cubatch is from it (1 = there).\n")
+    prev = any(r["config"] == "prev" for r in rows)
+    if prev:
+        out.append("prev/cubatch: the copy phase under the earlier library (--prev) over the one under this one "
+                   "(> 1: this one faster; `~` inside the A/A).\n")
     out.append("| case | run | plain loop µs | A/A | loop/cubatch | loop/merged | loop/batch | cubatch/merged "
-               "| step wall µs plain / cubatch |")
-    out.append("| --- | ---: | ---: | --- | --- | --- | --- | --- | --- |")
+               + ("| prev/cubatch " if prev else "") + "| step wall µs plain / cubatch |")
+    out.append("| --- | ---: | ---: | --- | --- | --- | --- | --- |" + (" --- |" if prev else "") + " --- |")
     keys = sorted({(m, d, n, s, r) for (m, d, n, s, r) in cells if not m.endswith(("_merged", "_batch"))},
                   key=lambda k: (k[1], k[2], k[3], k[4]))
     for m, d, n, s, r in keys:
@@ -184,7 +188,8 @@ def kv_section(rows, F, out):
                    f"{F.ratio(paired(c.get('plain', {}), mg.get('plain', {})))} | "
                    f"{F.ratio(paired(c.get('plain', {}), bt.get('plain', {})))} | "
                    f"{F.ratio(paired(c.get('cubatch', {}), mg.get('plain', {})))} | "
-                   f"{F.us(w.get('plain', {}))} / {F.us(w.get('cubatch', {}))} |")
+                   + (f"{F.ratio(paired(c.get('prev', {}), c.get('cubatch', {})), band)} | " if prev else "")
+                   + f"{F.us(w.get('plain', {}))} / {F.us(w.get('cubatch', {}))} |")
     out.append("")
 
 
