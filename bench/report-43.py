@@ -88,6 +88,15 @@ def size_name(n):
     return f"{n} B"
 
 
+def prev_note(rows, what, out):
+    """True when --prev ran: its column's explanation goes out first."""
+    prev = any(r["config"] == "prev" for r in rows)
+    if prev:
+        out.append(f"prev/cubatch: {what} under the earlier library (--prev) over {what} under this one "
+                   "(> 1: this one faster; `~` inside the A/A).\n")
+    return prev
+
+
 def grid_section(rows, F, out):
     if not rows:
         return
@@ -99,11 +108,8 @@ def grid_section(rows, F, out):
                "process's hand-written cuMemcpyBatchAsync (1: as good as rewriting by hand).  "
                "Scattered: independent random permutations of the blocks in source and destination "
                "(seed 43), nothing adjacent.\n")
-    prev = any(r["config"] == "prev" for r in rows)
+    prev = prev_note(rows, "the loop", out)
     pc = " prev/cubatch |" if prev else ""
-    if prev:
-        out.append("prev/cubatch: the loop under the earlier library (--prev) over the loop under this one "
-                   "(> 1: this one faster; `~` inside the A/A).\n")
     out.append("| cell | contiguous µs | A/A | loop/cubatch | cubatch/hand |" + pc + " scattered µs | A/A | "
                "loop/cubatch | cubatch/hand |" + pc + " cubatch scattered/contiguous |")
     out.append("| --- | ---: | --- | --- | --- |" + (" --- |" if prev else "") + " ---: | --- | --- | --- |" +
@@ -168,10 +174,7 @@ def kv_section(rows, F, out):
                "sides (merged by hand: the ideal of a library that merges); batch: one hand-written "
                "cuMemcpyBatchAsync.  loop/cubatch > 1: cubatch faster; loop/merged: what merging can gain "
                "(plain processes); cubatch/merged: how far cubatch is from it (1 = there).\n")
-    prev = any(r["config"] == "prev" for r in rows)
-    if prev:
-        out.append("prev/cubatch: the copy phase under the earlier library (--prev) over the one under this one "
-                   "(> 1: this one faster; `~` inside the A/A).\n")
+    prev = prev_note(rows, "the copy phase", out)
     out.append("| case | run | plain loop µs | A/A | loop/cubatch | loop/merged | loop/batch | cubatch/merged "
                + ("| prev/cubatch " if prev else "") + "| step wall µs plain / cubatch |")
     out.append("| --- | ---: | ---: | --- | --- | --- | --- | --- |" + (" --- |" if prev else "") + " --- |")

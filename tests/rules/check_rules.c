@@ -2342,8 +2342,8 @@ START_TEST(adjacent_copies_go_out_as_one)
      * run's opening), each next half as long again; issued at 4 GB/s (1 us a
      * copy), 1M each; the rest at the synchronize.  The copy kernel's
      * schedule (copies, not bytes) would cut them at 32, 128, 512 and 2048
-     * copies.  The first of each
-     * list passes through (a burst's first); the last is repeated. */
+     * copies.  The first of each list passes through (a burst's first); the
+     * last is repeated. */
     const size_t leap[] = {4096, 512 << 10, 2u << 20, 8u << 20},
                  fast[] = {4096, 512 << 10, 768 << 10, 1152 << 10, 1728 << 10, 2592 << 10, 3888 << 10, 5832 << 10},
                  slow[] = {4096, 512 << 10, 1u << 20};
