@@ -205,11 +205,11 @@ size_t cb_engine_chunk(int kernel_ok, unsigned kind, unsigned chunks)
     return c < max ? c : max;
 }
 
-size_t cb_engine_merged_next(size_t bytes, uint64_t ns)
+size_t cb_engine_merged_next(size_t bytes, uint64_t ns, int host)
 {
-    if (bytes / CB_MERGED_ENGINE_BYTES_PER_NS < ns)
+    if (host && bytes / CB_MERGED_ENGINE_BYTES_PER_NS < ns)
         return CB_MERGED_CHUNK_STEADY;
-    int leaps = bytes / (CB_MERGED_LEAP * CB_MERGED_ENGINE_BYTES_PER_NS) >= ns;
+    int leaps = !host || bytes / (CB_MERGED_LEAP * CB_MERGED_ENGINE_BYTES_PER_NS) >= ns;
     size_t next = leaps ? bytes * CB_MERGED_LEAP : bytes + bytes / 2;
     return next < CB_MERGED_CHUNK_MAX ? next : CB_MERGED_CHUNK_MAX;
 }

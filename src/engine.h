@@ -43,16 +43,20 @@ size_t cb_engine_chunk(int kernel_ok, unsigned kind, unsigned chunks);
  * times as long, up to CB_MERGED_CHUNK_MAX: either is still ready before the
  * engines finish the one before, and the longer, the fewer engine starts;
  * otherwise the program's thread bounds the run, the last chunk is the part
- * nothing overlaps, and chunks stay at CB_MERGED_CHUNK_STEADY (docs/design.md
- * rule 18, *The chunks of a merged run*). */
+ * nothing overlaps, and chunks stay at CB_MERGED_CHUNK_STEADY.  A run that
+ * touches no host memory is drained by the engines from device memory many
+ * times faster than any program issues, so only its chunks' driver calls
+ * cost: each next one is CB_MERGED_LEAP times as long, whatever the pace
+ * (docs/design.md rule 18, *The chunks of a merged run*). */
 #define CB_MERGED_CHUNK_FIRST ((size_t)512 << 10)
 #define CB_MERGED_CHUNK_STEADY ((size_t)1 << 20)
 #define CB_MERGED_CHUNK_MAX ((size_t)8 << 20)
 #define CB_MERGED_LEAP 4u
 #define CB_MERGED_ENGINE_BYTES_PER_NS 64u /* 64 GB/s: a little over a PCIe 5 x16 link */
 /* The bytes at which the next chunk of such a run goes out, after one of
- * `bytes` that the program issued in `ns`. */
-size_t cb_engine_merged_next(size_t bytes, uint64_t ns);
+ * `bytes` that the program issued in `ns` (host: some copy of the run reads or
+ * writes host memory). */
+size_t cb_engine_merged_next(size_t bytes, uint64_t ns, int host);
 /* 1 when the copies q holds go out as one merged copy, in chunks (kind: its
  * CB_CHUNK_ bits: a held segment goes out whole, at its end, as
  * cb_engine_chunk says). */

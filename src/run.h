@@ -249,7 +249,7 @@ static inline int cb_run_feed_copy(struct cb_run *run)
         size_t bytes = run->q.merged.sizes[0], at = fd->merged_at ? fd->merged_at : CB_MERGED_CHUNK_FIRST;
         if (!fd->chunk_due && (bytes >= at || run->q.n >= cb_opt(CB_OPT_max_batch))) {
             fd->chunk_due = 1;
-            fd->merged_next = cb_engine_merged_next(bytes, cb_now_ns() - run->looks.opened_ns);
+            fd->merged_next = cb_engine_merged_next(bytes, cb_now_ns() - run->looks.opened_ns, run->q.has_host);
         }
     } else if (run->q.n >= fd->chunk_at) {
         fd->chunk_due = 1;

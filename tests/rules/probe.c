@@ -3885,10 +3885,10 @@ static void sc_err_unknown(void)
  *               takes, when the test sets it, for the program as for the
  *               copy merged from it
  * Prints h2d_calls (copies through cuMemcpyHtoDAsync_v2) and the first error. */
-enum merge_shape { MS_CONTIGUOUS, MS_LONG, MS_LONG_MID, MS_LONG_SLOW, MS_SCATTERED, MS_KV4, MS_BIG, MS_MARKER, MS_TWO_REGS, MS_TWO_HOOKS, MS_OWN_ERROR };
+enum merge_shape { MS_CONTIGUOUS, MS_LONG, MS_LONG_MID, MS_LONG_SLOW, MS_LONG_SLOW_D2D, MS_SCATTERED, MS_KV4, MS_BIG, MS_MARKER, MS_TWO_REGS, MS_TWO_HOOKS, MS_OWN_ERROR };
 static void merge_copies(enum merge_shape shape)
 {
-    int lng = shape == MS_LONG || shape == MS_LONG_MID || shape == MS_LONG_SLOW;
+    int lng = shape == MS_LONG || shape == MS_LONG_MID || shape == MS_LONG_SLOW || shape == MS_LONG_SLOW_D2D;
     int small = lng || shape == MS_CONTIGUOUS || shape == MS_SCATTERED || shape == MS_KV4;
     size_t bs = small ? 4096 : (size_t)512 << 10, nb = lng ? 4096 : small ? 64 : 9;
     size_t total = nb * bs + (shape == MS_OWN_ERROR ? bs / 2 : 0);
@@ -3905,6 +3905,11 @@ static void merge_copies(enum merge_shape shape)
     CK(cuMemsetD8Async(d, 0, total, NULL));
     CK(cuCtxSynchronize());
     memset(want, 0, total);
+    CUdeviceptr dsrc = 0; /* the d2d shape's source: `in`, copied to the device */
+    if (shape == MS_LONG_SLOW_D2D) {
+        dsrc = devmem(total);
+        CK(cuMemcpyHtoD_v2(dsrc, in, total));
+    }
     CUstream s = mkstream(0);
     CUevent ev = NULL;
     CK(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
@@ -3923,7 +3928,9 @@ static void merge_copies(enum merge_shape shape)
             off += n;
         }
         CUresult rc;
-        if (shape == MS_TWO_HOOKS && i % 2)
+        if (shape == MS_LONG_SLOW_D2D)
+            rc = cuMemcpyDtoDAsync_v2(d + dst, dsrc + src, n, s);
+        else if (shape == MS_TWO_HOOKS && i % 2)
             rc = cuMemcpyAsync(d + dst, (CUdeviceptr)(uintptr_t)(in + src), n, s);
         else
             rc = cuMemcpyHtoDAsync_v2(d + dst, in + src, n, s);
@@ -3933,7 +3940,7 @@ static void merge_copies(enum merge_shape shape)
             first = rc;
         if (shape == MS_MARKER && i == 4)
             CK(cuEventRecord(ev, s));
-        if (shape == MS_LONG_SLOW || (shape == MS_LONG_MID && i % 32 == 31))
+        if (shape == MS_LONG_SLOW || (shape == MS_LONG_SLOW_D2D && i % 8 == 7) || (shape == MS_LONG_MID && i % 32 == 31))
             pass_time_us(1);
     }
     CUresult rc = cuStreamSynchronize(s);
@@ -3950,6 +3957,8 @@ static void merge_copies(enum merge_shape shape)
     CK(cuEventDestroy_v2(ev));
     CK(cuStreamDestroy_v2(s));
     CK(cuMemFree_v2(d));
+    if (dsrc)
+        CK(cuMemFree_v2(dsrc));
     if (shape == MS_TWO_REGS) {
         CK(cuMemHostUnregister(in));
         CK(cuMemHostUnregister(in + 5 * bs));
@@ -3964,6 +3973,7 @@ static void sc_merge_contiguous(void) { merge_copies(MS_CONTIGUOUS); }
 static void sc_merge_long(void) { merge_copies(MS_LONG); }
 static void sc_merge_long_mid(void) { merge_copies(MS_LONG_MID); }
 static void sc_merge_long_slow(void) { merge_copies(MS_LONG_SLOW); }
+static void sc_merge_long_slow_d2d(void) { merge_copies(MS_LONG_SLOW_D2D); }
 static void sc_merge_scattered(void) { merge_copies(MS_SCATTERED); }
 static void sc_merge_kv4(void) { merge_copies(MS_KV4); }
 static void sc_merge_big(void) { merge_copies(MS_BIG); }
@@ -4299,7 +4309,7 @@ static const struct { const char *name; void (*fn)(void); } scenarios[] = {
     {"capture_beside_own", sc_capture_beside_own}, {"capture_first_kernel", sc_capture_first_kernel},
     {"capture_first_kernel_own", sc_capture_first_kernel_own},
     {"merge_contiguous", sc_merge_contiguous}, {"merge_long", sc_merge_long},
-    {"merge_long_mid", sc_merge_long_mid}, {"merge_long_slow", sc_merge_long_slow}, {"merge_scattered", sc_merge_scattered}, {"merge_kv4", sc_merge_kv4},
+    {"merge_long_mid", sc_merge_long_mid}, {"merge_long_slow", sc_merge_long_slow}, {"merge_long_slow_d2d", sc_merge_long_slow_d2d}, {"merge_scattered", sc_merge_scattered}, {"merge_kv4", sc_merge_kv4},
     {"merge_big", sc_merge_big},     {"merge_marker", sc_merge_marker}, {"merge_two_regs", sc_merge_two_regs},
     {"merge_two_hooks", sc_merge_two_hooks}, {"merge_own_error", sc_merge_own_error},
     {"tiles_h2d", sc_tiles_h2d}, {"tiles_d2h", sc_tiles_d2h}, {"tiles_d2d", sc_tiles_d2d},

@@ -688,24 +688,30 @@ END_TEST
 /* Rule 18: the next merged chunk after one of `bytes` the program issued in
  * `ns`, at the copy engines' rate of 64 bytes a ns: the edges of the rate, of
  * CB_MERGED_LEAP times the rate, and the largest chunk, which whole runs
- * (check_rules: merging) do not reach exactly. */
+ * (check_rules: merging) do not reach exactly; a run of device memory only
+ * leaps at any pace. */
 START_TEST(merged_chunks_follow_the_programs_pace)
 {
     const size_t M = (size_t)1 << 20;
     const uint64_t engines_1m = M / CB_MERGED_ENGINE_BYTES_PER_NS; /* 16384 ns */
-    ck_assert_uint_eq(cb_engine_merged_next(M, 0), CB_MERGED_LEAP * M); /* many times as fast as the engines */
-    ck_assert_uint_eq(cb_engine_merged_next(M, engines_1m / CB_MERGED_LEAP), CB_MERGED_LEAP * M);
-    ck_assert_uint_eq(cb_engine_merged_next(M, engines_1m / CB_MERGED_LEAP + 1), M + M / 2); /* faster */
-    ck_assert_uint_eq(cb_engine_merged_next(M, engines_1m), M + M / 2);                      /* as fast */
-    ck_assert_uint_eq(cb_engine_merged_next(M, engines_1m + 1), CB_MERGED_CHUNK_STEADY);     /* slower */
+    ck_assert_uint_eq(cb_engine_merged_next(M, 0, 1), CB_MERGED_LEAP * M); /* many times as fast as the engines */
+    ck_assert_uint_eq(cb_engine_merged_next(M, engines_1m / CB_MERGED_LEAP, 1), CB_MERGED_LEAP * M);
+    ck_assert_uint_eq(cb_engine_merged_next(M, engines_1m / CB_MERGED_LEAP + 1, 1), M + M / 2); /* faster */
+    ck_assert_uint_eq(cb_engine_merged_next(M, engines_1m, 1), M + M / 2);                      /* as fast */
+    ck_assert_uint_eq(cb_engine_merged_next(M, engines_1m + 1, 1), CB_MERGED_CHUNK_STEADY);     /* slower */
     /* never beyond the largest, whichever step */
-    ck_assert_uint_eq(cb_engine_merged_next(CB_MERGED_CHUNK_MAX / 2, 0), CB_MERGED_CHUNK_MAX);
-    ck_assert_uint_eq(cb_engine_merged_next(CB_MERGED_CHUNK_MAX, 0), CB_MERGED_CHUNK_MAX);
-    ck_assert_uint_eq(cb_engine_merged_next(CB_MERGED_CHUNK_MAX, CB_MERGED_CHUNK_MAX / CB_MERGED_ENGINE_BYTES_PER_NS),
+    ck_assert_uint_eq(cb_engine_merged_next(CB_MERGED_CHUNK_MAX / 2, 0, 1), CB_MERGED_CHUNK_MAX);
+    ck_assert_uint_eq(cb_engine_merged_next(CB_MERGED_CHUNK_MAX, 0, 1), CB_MERGED_CHUNK_MAX);
+    ck_assert_uint_eq(cb_engine_merged_next(CB_MERGED_CHUNK_MAX, CB_MERGED_CHUNK_MAX / CB_MERGED_ENGINE_BYTES_PER_NS, 1),
                       CB_MERGED_CHUNK_MAX);
-    ck_assert_uint_eq(cb_engine_merged_next(CB_MERGED_CHUNK_MAX, 2 * CB_MERGED_CHUNK_MAX / CB_MERGED_ENGINE_BYTES_PER_NS),
+    ck_assert_uint_eq(cb_engine_merged_next(CB_MERGED_CHUNK_MAX, 2 * CB_MERGED_CHUNK_MAX / CB_MERGED_ENGINE_BYTES_PER_NS, 1),
                       CB_MERGED_CHUNK_STEADY);
-    ck_assert_uint_eq(cb_engine_merged_next(CB_MERGED_CHUNK_FIRST, 0), CB_MERGED_LEAP * CB_MERGED_CHUNK_FIRST);
+    ck_assert_uint_eq(cb_engine_merged_next(CB_MERGED_CHUNK_FIRST, 0, 1), CB_MERGED_LEAP * CB_MERGED_CHUNK_FIRST);
+    /* device memory only: the engines outrun any pace, so every step leaps */
+    ck_assert_uint_eq(cb_engine_merged_next(M, engines_1m + 1, 0), CB_MERGED_LEAP * M);
+    ck_assert_uint_eq(cb_engine_merged_next(M, engines_1m, 0), CB_MERGED_LEAP * M);
+    ck_assert_uint_eq(cb_engine_merged_next(CB_MERGED_CHUNK_FIRST, UINT64_MAX, 0), CB_MERGED_LEAP * CB_MERGED_CHUNK_FIRST);
+    ck_assert_uint_eq(cb_engine_merged_next(CB_MERGED_CHUNK_MAX, UINT64_MAX, 0), CB_MERGED_CHUNK_MAX);
 }
 END_TEST
 
