@@ -3865,15 +3865,19 @@ static void sc_err_unknown(void)
 
 /* ---- rule 18: adjacent copies merged -------------------------------------------- */
 
-/* Host-to-device copies of blocks on one stream, then a synchronize, the
- * device buffer read back block by block, synchronously (a driver limit of
- * CUSIM_MAX_COPY must not refuse the check itself):
+/* Host-to-device copies of blocks on one stream (long_slow_d2d: device to
+ * device), then a synchronize, the device buffer read back block by block,
+ * synchronously (a driver limit of CUSIM_MAX_COPY must not refuse the check
+ * itself):
  *   contiguous  1 + 63 blocks of 4K in order: both sides continue
  *   long        1 + 4095 blocks of 4K in order (16M): chunks cut by bytes
  *   long_mid    long, 1 us passing after each 32nd copy (128 GB/s: faster
  *               than the copy engines drain them)
  *   long_slow   long, 1 us passing after each copy (4 GB/s: slower than the
  *               copy engines drain them)
+ *   long_slow_d2d  long between device buffers (the host blocks copied to a
+ *               second device buffer first), 1 us passing after each 8th
+ *               copy (32 GB/s: slower than the engines drain host memory)
  *   scattered   64 blocks of 4K: the first half to scattered places, the
  *               second half from them: one side continues, never both
  *   kv4         64 blocks of 4K in runs of 4 adjacent ones, the runs scattered
@@ -3884,7 +3888,8 @@ static void sc_err_unknown(void)
  *   own_error   big, the fourth block's copy 768K: more than CUSIM_MAX_COPY
  *               takes, when the test sets it, for the program as for the
  *               copy merged from it
- * Prints h2d_calls (copies through cuMemcpyHtoDAsync_v2) and the first error. */
+ * Prints h2d_calls (copies through cuMemcpyHtoDAsync_v2; none for
+ * long_slow_d2d) and the first error. */
 enum merge_shape { MS_CONTIGUOUS, MS_LONG, MS_LONG_MID, MS_LONG_SLOW, MS_LONG_SLOW_D2D, MS_SCATTERED, MS_KV4, MS_BIG, MS_MARKER, MS_TWO_REGS, MS_TWO_HOOKS, MS_OWN_ERROR };
 static void merge_copies(enum merge_shape shape)
 {
